@@ -4,7 +4,6 @@
 #include "packet.h"
 
 #include "aeth.h"
-#include "mtu.h"
 
 #define ROCE_MAX_UDP_PAYLOAD 65527u /* 65535 - 8-byte UDP header */
 
@@ -118,8 +117,8 @@ enum roce_reason roce_parse(const uint8_t *buf, size_t len, unsigned pmtu,
 	const struct roce_opcode_info *info;
 	enum roce_reason r;
 
-	if (roce_mtu_from_bytes(pmtu) == ROCE_MTU_INVALID)
-		return ROCE_R_BAD_PMTU;
+	if (pmtu < 256 || pmtu > 4096 || (pmtu & (pmtu - 1)))
+		return ROCE_R_BAD_PMTU; /* an IB MTU: a power of two in 256..4096 */
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN)
 		return ROCE_R_TOO_SHORT;
 	if (len > ROCE_MAX_UDP_PAYLOAD)
