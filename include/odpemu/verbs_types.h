@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* The verbs vocabulary shared by every layer: work request and completion opcodes,
+ * completion statuses, QP types and states, access flags, QP attribute masks, async
+ * events, ODP capability bits. Types and constants only (no functions to link), like a
+ * kernel uapi header, so nic/, emu/ and lib/ all speak the same numbers.
+ *
+ * Values equal libibverbs' (rdma-core verbs.h) wherever libibverbs defines the same
+ * thing, so the libibverbs-ABI shim in compat/ is an identity mapping. Every enum has a
+ * _str() generated from the same list as its values. */
+#ifndef ODPEMU_VERBS_TYPES_H
+#define ODPEMU_VERBS_TYPES_H
+
+#include <stdint.h>
+
+#define ODPEMU_ENUM_VALUE_(prefix, name, value, ...) prefix##name = value,
+#define ODPEMU_ENUM_CASE_(prefix, name, value, ...) case value: return #name;
+
+/* Completion status (ibv_wc_status). */
+#define ODPEMU_WC_STATUSES(X) \
+	X(ODPEMU_WC_, SUCCESS, 0) X(ODPEMU_WC_, LOC_LEN_ERR, 1) X(ODPEMU_WC_, LOC_QP_OP_ERR, 2) \
+	X(ODPEMU_WC_, LOC_EEC_OP_ERR, 3) X(ODPEMU_WC_, LOC_PROT_ERR, 4) \
+	X(ODPEMU_WC_, WR_FLUSH_ERR, 5) X(ODPEMU_WC_, MW_BIND_ERR, 6) X(ODPEMU_WC_, BAD_RESP_ERR, 7) \
+	X(ODPEMU_WC_, LOC_ACCESS_ERR, 8) X(ODPEMU_WC_, REM_INV_REQ_ERR, 9) \
+	X(ODPEMU_WC_, REM_ACCESS_ERR, 10) X(ODPEMU_WC_, REM_OP_ERR, 11) \
+	X(ODPEMU_WC_, RETRY_EXC_ERR, 12) X(ODPEMU_WC_, RNR_RETRY_EXC_ERR, 13) \
+	X(ODPEMU_WC_, LOC_RDD_VIOL_ERR, 14) X(ODPEMU_WC_, REM_INV_RD_REQ_ERR, 15) \
+	X(ODPEMU_WC_, REM_ABORT_ERR, 16) X(ODPEMU_WC_, INV_EECN_ERR, 17) \
+	X(ODPEMU_WC_, INV_EEC_STATE_ERR, 18) X(ODPEMU_WC_, FATAL_ERR, 19) \
+	X(ODPEMU_WC_, RESP_TIMEOUT_ERR, 20) X(ODPEMU_WC_, GENERAL_ERR, 21)
+
+enum odpemu_wc_status { ODPEMU_WC_STATUSES(ODPEMU_ENUM_VALUE_) };
+
+/* Completion opcode (ibv_wc_opcode). */
+#define ODPEMU_WC_OPCODES(X) \
+	X(ODPEMU_WC_, SEND, 0) X(ODPEMU_WC_, RDMA_WRITE, 1) X(ODPEMU_WC_, RDMA_READ, 2) \
+	X(ODPEMU_WC_, COMP_SWAP, 3) X(ODPEMU_WC_, FETCH_ADD, 4) X(ODPEMU_WC_, BIND_MW, 5) \
+	X(ODPEMU_WC_, LOCAL_INV, 6) X(ODPEMU_WC_, FLUSH, 8) X(ODPEMU_WC_, ATOMIC_WRITE, 9) \
+	X(ODPEMU_WC_, RECV, 128) X(ODPEMU_WC_, RECV_RDMA_WITH_IMM, 129)
+
+enum odpemu_wc_opcode { ODPEMU_WC_OPCODES(ODPEMU_ENUM_VALUE_) };
+
+/* Work request opcode (ibv_wr_opcode). */
+#define ODPEMU_WR_OPCODES(X) \
+	X(ODPEMU_WR_, RDMA_WRITE, 0) X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1) X(ODPEMU_WR_, SEND, 2) \
+	X(ODPEMU_WR_, SEND_WITH_IMM, 3) X(ODPEMU_WR_, RDMA_READ, 4) \
+	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5) X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6) \
+	X(ODPEMU_WR_, LOCAL_INV, 7) X(ODPEMU_WR_, SEND_WITH_INV, 9) X(ODPEMU_WR_, FLUSH, 14) \
+	X(ODPEMU_WR_, ATOMIC_WRITE, 15)
+
+enum odpemu_wr_opcode { ODPEMU_WR_OPCODES(ODPEMU_ENUM_VALUE_) };
+
+/* Send flags (ibv_send_flags). */
+enum odpemu_send_flags {
+	ODPEMU_SEND_FENCE = 1 << 0,
+	ODPEMU_SEND_SIGNALED = 1 << 1,
+	ODPEMU_SEND_SOLICITED = 1 << 2,
+	ODPEMU_SEND_INLINE = 1 << 3,
+};
+
+/* QP type (ibv_qp_type). */
+#define ODPEMU_QP_TYPES(X) X(ODPEMU_QPT_, RC, 2) X(ODPEMU_QPT_, UC, 3) X(ODPEMU_QPT_, UD, 4)
+enum odpemu_qp_type { ODPEMU_QP_TYPES(ODPEMU_ENUM_VALUE_) };
+
+/* QP state (ibv_qp_state). */
+#define ODPEMU_QP_STATES(X) \
+	X(ODPEMU_QPS_, RESET, 0) X(ODPEMU_QPS_, INIT, 1) X(ODPEMU_QPS_, RTR, 2) \
+	X(ODPEMU_QPS_, RTS, 3) X(ODPEMU_QPS_, SQD, 4) X(ODPEMU_QPS_, SQE, 5) X(ODPEMU_QPS_, ERR, 6)
+enum odpemu_qp_state { ODPEMU_QP_STATES(ODPEMU_ENUM_VALUE_) };
+#define ODPEMU_QPS_COUNT 7
+
+/* MR and QP access flags (ibv_access_flags). */
+enum odpemu_access_flags {
+	ODPEMU_ACCESS_LOCAL_WRITE = 1 << 0,
+	ODPEMU_ACCESS_REMOTE_WRITE = 1 << 1,
+	ODPEMU_ACCESS_REMOTE_READ = 1 << 2,
+	ODPEMU_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	ODPEMU_ACCESS_ON_DEMAND = 1 << 6,
+	ODPEMU_ACCESS_FLUSH_GLOBAL = 1 << 8,
+	ODPEMU_ACCESS_FLUSH_PERSISTENT = 1 << 9,
+};
+#define ODPEMU_ACCESS_ALL_MR (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE \
+	| ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_ON_DEMAND \
+	| ODPEMU_ACCESS_FLUSH_GLOBAL | ODPEMU_ACCESS_FLUSH_PERSISTENT)
+/* Bits a QP's access flags may hold: the remote operations it accepts. */
+#define ODPEMU_ACCESS_ALL_QP (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ \
+	| ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_FLUSH_GLOBAL | ODPEMU_ACCESS_FLUSH_PERSISTENT)
+
+/* QP attribute mask (ibv_qp_attr_mask). */
+#define ODPEMU_QP_ATTRS(X) \
+	X(ODPEMU_QP_, STATE, 1 << 0) X(ODPEMU_QP_, CUR_STATE, 1 << 1) \
+	X(ODPEMU_QP_, EN_SQD_ASYNC_NOTIFY, 1 << 2) X(ODPEMU_QP_, ACCESS_FLAGS, 1 << 3) \
+	X(ODPEMU_QP_, PKEY_INDEX, 1 << 4) X(ODPEMU_QP_, PORT, 1 << 5) X(ODPEMU_QP_, QKEY, 1 << 6) \
+	X(ODPEMU_QP_, AV, 1 << 7) X(ODPEMU_QP_, PATH_MTU, 1 << 8) X(ODPEMU_QP_, TIMEOUT, 1 << 9) \
+	X(ODPEMU_QP_, RETRY_CNT, 1 << 10) X(ODPEMU_QP_, RNR_RETRY, 1 << 11) \
+	X(ODPEMU_QP_, RQ_PSN, 1 << 12) X(ODPEMU_QP_, MAX_QP_RD_ATOMIC, 1 << 13) \
+	X(ODPEMU_QP_, ALT_PATH, 1 << 14) X(ODPEMU_QP_, MIN_RNR_TIMER, 1 << 15) \
+	X(ODPEMU_QP_, SQ_PSN, 1 << 16) X(ODPEMU_QP_, MAX_DEST_RD_ATOMIC, 1 << 17) \
+	X(ODPEMU_QP_, PATH_MIG_STATE, 1 << 18) X(ODPEMU_QP_, CAP, 1 << 19) \
+	X(ODPEMU_QP_, DEST_QPN, 1 << 20)
+enum odpemu_qp_attr_mask { ODPEMU_QP_ATTRS(ODPEMU_ENUM_VALUE_) };
+
+/* Path MTU (ibv_mtu); the same values as proto/mtu.h's enum roce_mtu. */
+enum odpemu_mtu {
+	ODPEMU_MTU_256 = 1, ODPEMU_MTU_512 = 2, ODPEMU_MTU_1024 = 3,
+	ODPEMU_MTU_2048 = 4, ODPEMU_MTU_4096 = 5,
+};
+
+/* Async events (ibv_event_type), plus odpemu's own from 0x100 on. */
+#define ODPEMU_EVENTS(X) \
+	X(ODPEMU_EVENT_, CQ_ERR, 0) X(ODPEMU_EVENT_, QP_FATAL, 1) X(ODPEMU_EVENT_, QP_REQ_ERR, 2) \
+	X(ODPEMU_EVENT_, QP_ACCESS_ERR, 3) X(ODPEMU_EVENT_, COMM_EST, 4) \
+	X(ODPEMU_EVENT_, SQ_DRAINED, 5) X(ODPEMU_EVENT_, DEVICE_FATAL, 8) \
+	X(ODPEMU_EVENT_, PORT_ACTIVE, 9) X(ODPEMU_EVENT_, PORT_ERR, 10) \
+	X(ODPEMU_EVENT_, SRQ_ERR, 14) X(ODPEMU_EVENT_, SRQ_LIMIT_REACHED, 15) \
+	X(ODPEMU_EVENT_, QP_LAST_WQE_REACHED, 16) X(ODPEMU_EVENT_, GID_CHANGE, 18) \
+	X(ODPEMU_EVENT_, MR_DECOHERENCE, 0x100)
+enum odpemu_event_type { ODPEMU_EVENTS(ODPEMU_ENUM_VALUE_) };
+
+/* ODP capabilities (ibv_odp_caps): general_caps and per-transport bits. */
+enum odpemu_odp_general_caps {
+	ODPEMU_ODP_SUPPORT = 1 << 0,
+	ODPEMU_ODP_SUPPORT_IMPLICIT = 1 << 1,
+};
+enum odpemu_odp_transport_caps {
+	ODPEMU_ODP_SEND = 1 << 0, ODPEMU_ODP_RECV = 1 << 1, ODPEMU_ODP_WRITE = 1 << 2,
+	ODPEMU_ODP_READ = 1 << 3, ODPEMU_ODP_ATOMIC = 1 << 4, ODPEMU_ODP_SRQ_RECV = 1 << 5,
+	ODPEMU_ODP_FLUSH = 1 << 6, ODPEMU_ODP_ATOMIC_WRITE = 1 << 7,
+};
+
+/* advise_mr advice (ibv_advise_mr_advice) and flags. */
+enum odpemu_advise_mr_advice {
+	ODPEMU_ADVISE_MR_ADVICE_PREFETCH = 0,
+	ODPEMU_ADVISE_MR_ADVICE_PREFETCH_WRITE = 1,
+	ODPEMU_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT = 2,
+};
+enum odpemu_advise_mr_flags { ODPEMU_ADVISE_MR_FLAG_FLUSH = 1 << 0 };
+
+/* Names: "REM_ACCESS_ERR", "RDMA_WRITE", ... or "UNKNOWN". */
+#define ODPEMU_STR_FN_(fn, type, list) \
+	static inline const char *fn(type v) \
+	{ \
+		switch ((int)v) { list(ODPEMU_ENUM_CASE_) default: return "UNKNOWN"; } \
+	}
+ODPEMU_STR_FN_(odpemu_wc_status_str, enum odpemu_wc_status, ODPEMU_WC_STATUSES)
+ODPEMU_STR_FN_(odpemu_wc_opcode_str, enum odpemu_wc_opcode, ODPEMU_WC_OPCODES)
+ODPEMU_STR_FN_(odpemu_wr_opcode_str, enum odpemu_wr_opcode, ODPEMU_WR_OPCODES)
+ODPEMU_STR_FN_(odpemu_qp_type_str, enum odpemu_qp_type, ODPEMU_QP_TYPES)
+ODPEMU_STR_FN_(odpemu_qp_state_str, enum odpemu_qp_state, ODPEMU_QP_STATES)
+ODPEMU_STR_FN_(odpemu_qp_attr_str, enum odpemu_qp_attr_mask, ODPEMU_QP_ATTRS)
+ODPEMU_STR_FN_(odpemu_event_type_str, enum odpemu_event_type, ODPEMU_EVENTS)
+
+#endif

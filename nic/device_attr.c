@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#include "device_attr.h"
+
+#include <string.h>
+
+void nic_device_attr_default(struct nic_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0x1000 | 0x200000; /* 4 KiB pages and 2 MiB blocks (pagetable/) */
+	a->vendor_id = 0xFFFFFF;              /* as rxe: no IEEE OUI of our own */
+	a->vendor_part_id = 0x0D9E;           /* "ODPE" */
+	a->max_qp = 1 << 16;
+	a->max_qp_wr = 1 << 14;
+	a->max_sge = 32;
+	a->max_cq = 1 << 14;
+	a->max_cqe = (1 << 15) - 1;
+	a->max_mr = 1 << 18;
+	a->max_pd = 1 << 16;
+	a->max_srq = 1 << 10;
+	a->max_srq_wr = 1 << 14;
+	a->max_srq_sge = 27;
+	a->max_inline_data = 160;
+	a->max_qp_rd_atom = 128;
+	a->max_qp_init_rd_atom = 128;
+	a->max_pkeys = 1;   /* RoCE: the default partition 0xFFFF only */
+	a->gid_tbl_len = 16;
+	/* RC: every ODP operation, as rxe advertises; UD: sends and receives. IMPLICIT is
+	 * added by the MR code once implicit ODP MRs are implemented. */
+	a->odp.general_caps = ODPEMU_ODP_SUPPORT;
+	a->odp.rc_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_WRITE
+		| ODPEMU_ODP_READ | ODPEMU_ODP_ATOMIC | ODPEMU_ODP_SRQ_RECV | ODPEMU_ODP_FLUSH
+		| ODPEMU_ODP_ATOMIC_WRITE;
+	a->odp.ud_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_SRQ_RECV;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* What the soft-HCA reports about itself (ibv_query_device / ibv_query_device_ex): limits
+ * and ODP capabilities. One device has one port. */
+#ifndef ODPEMU_NIC_DEVICE_ATTR_H
+#define ODPEMU_NIC_DEVICE_ATTR_H
+
+#include <stdint.h>
+
+#include "odpemu/verbs_types.h"
+
+struct nic_odp_caps {
+	uint64_t general_caps;  /* enum odpemu_odp_general_caps */
+	uint32_t rc_odp_caps;   /* enum odpemu_odp_transport_caps */
+	uint32_t uc_odp_caps;
+	uint32_t ud_odp_caps;
+};
+
+struct nic_device_attr {
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+	uint32_t max_srq, max_srq_wr, max_srq_sge;
+	uint32_t max_inline_data;
+	uint32_t max_qp_rd_atom;      /* outstanding READ/atomic requests as requester */
+	uint32_t max_qp_init_rd_atom; /* responder resources for READ/atomic */
+	uint32_t max_pkeys;
+	uint32_t gid_tbl_len;
+	struct nic_odp_caps odp;
+};
+
+/* The defaults odpemu reports: rxe's limits (drivers/infiniband/sw/rxe/rxe_param.h) where
+ * a software HCA has the same constraints, ConnectX-like ODP caps. */
+void nic_device_attr_default(struct nic_device_attr *attr);
+
+#endif
