@@ -9,6 +9,7 @@
 
 struct xl {
 	uint64_t need, set;	/* entry bits required / to set */
+	uint64_t ehost, elen;	/* the open extent, kept in registers until it ends */
 	struct iopt_xlate *x;
 };
 
@@ -26,19 +27,31 @@ static inline bool mark(_Atomic uint64_t *slot, uint64_t e, const struct xl *c)
 	}
 }
 
-/* Append [host, host+len) to the extents, merging with the last one when contiguous. */
-static inline bool emit(struct iopt_xlate *x, uint64_t host, uint64_t len)
+/* Append [host, host+len): grow the open extent when contiguous, else close it into x
+ * (false when that would make more than IOPT_XLATE_MAX extents). */
+static inline bool emit(struct xl *c, uint64_t host, uint64_t len)
 {
-	if (x->n && x->ext[x->n - 1].host + x->ext[x->n - 1].len == host) {
-		x->ext[x->n - 1].len += len;
+	if (c->ehost + c->elen == host) {
+		c->elen += len;
 		return true;
 	}
-	if (x->n == IOPT_XLATE_MAX)
-		return false;
-	x->ext[x->n].host = host;
-	x->ext[x->n].len = len;
-	x->n++;
+	if (c->elen) {
+		if (c->x->n == IOPT_XLATE_MAX - 1)
+			return false;
+		c->x->ext[c->x->n].host = c->ehost;
+		c->x->ext[c->x->n++].len = c->elen;
+	}
+	c->ehost = host;
+	c->elen = len;
 	return true;
+}
+
+static inline void close_extent(struct xl *c)
+{
+	if (c->elen) {
+		c->x->ext[c->x->n].host = c->ehost;
+		c->x->ext[c->x->n++].len = c->elen;
+	}
 }
 
 static inline uint64_t host_of(uint64_t e, uint64_t sub_pages, uint64_t va)
@@ -48,7 +61,7 @@ static inline uint64_t host_of(uint64_t e, uint64_t sub_pages, uint64_t va)
 
 static int miss(struct iopt_xlate *x, uint64_t va, uint64_t cur, uint64_t e)
 {
-	x->done = cur - va;
+	(void)va;
 	x->miss = cur & ~IOPT_PAGE_MASK;
 	x->miss_present = iopt_pte_present(e);
 	return -EFAULT;
@@ -70,7 +83,7 @@ static inline _Atomic uint64_t *walk_l1(const struct iopt *d, uint64_t va)
 /* Pages of one leaf table from cur up to end (at most the table's 2 MiB). Returns the new
  * cursor; *rc set on a miss or full extents. */
 static inline uint64_t leaves(struct iopt_table *t, uint64_t va, uint64_t cur, uint64_t end,
-	const struct xl *c, int *rc)
+	struct xl *c, int *rc)
 {
 	uint64_t stop = iopt_min((cur | (IOPT_BLOCK_SIZE - 1)) + 1, end);
 
@@ -85,7 +98,7 @@ static inline uint64_t leaves(struct iopt_table *t, uint64_t va, uint64_t cur, u
 			*rc = miss(c->x, va, cur, e);
 			return cur;
 		}
-		if (!emit(c->x, host_of(e, 0, cur), next - cur)) {
+		if (!emit(c, host_of(e, 0, cur), next - cur)) {
 			*rc = -E2BIG;
 			return cur;
 		}
@@ -107,7 +120,7 @@ static uint64_t set_bits(unsigned access)
 int iopt_translate(struct iopt *d, uint64_t va, uint64_t len, unsigned access,
 	struct iopt_xlate *x)
 {
-	struct xl c = { need_bits(access), set_bits(access), x };
+	struct xl c = { need_bits(access), set_bits(access), 0, 0, x };
 	uint64_t cur = va, end = va + len;
 	int rc = 0;
 
@@ -125,17 +138,18 @@ int iopt_translate(struct iopt *d, uint64_t va, uint64_t len, unsigned access,
 		if (iopt_pte_table(e)) {
 			cur = leaves(iopt_pte_ptr(e), va, cur, end, &c, &rc);
 		} else if (!mark(slot, e, &c)) {	/* empty or a block (level 1) */
-			return miss(x, va, cur, e);
+			rc = miss(x, va, cur, e);
 		} else {
 			uint64_t next = iopt_min((cur | (IOPT_BLOCK_SIZE - 1)) + 1, end);
 			uint64_t sub = (cur >> IOPT_PAGE_SHIFT) & (IOPT_ENTRIES - 1);
 
-			if (!emit(x, host_of(e, sub, cur), next - cur))
+			if (!emit(&c, host_of(e, sub, cur), next - cur))
 				rc = -E2BIG;
 			else
 				cur = next;
 		}
 	}
+	close_extent(&c);
 	x->done = cur - va;
 	return rc;
 }

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pagetable-bench: median figures of the IO page table (issue 3). Prints, never fails.
+ *   translate of one present 4 KiB page (hot, and random over 1 GiB), of a present 64 KiB
+ *   range (4 KiB leaves and a 2 MiB block), a dma_begin/end pair, fill and invalidate of
+ *   1 GiB (4 KiB pages and 2 MiB blocks), and the fault round trip to a handler thread.
+ * Usage: pagetable-bench [reps] (default 11 repetitions per figure, median reported).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "iopt.h"
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define PG UINT64_C(4096)
+#define BASE UINT64_C(0x7f0000000000)
+#define HOST UINT64_C(0x100000000000)
+
+static unsigned reps = 11;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void keep(uint64_t v)
+{
+	__asm__ volatile("" : : "r"(v) : "memory");
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return v[n / 2];
+}
+
+static struct iopt *domain(struct iopt_fq *fq)
+{
+	struct iopt_config cfg = { .fq = fq };
+	struct iopt *d;
+
+	if (iopt_create(&cfg, &d)) {
+		fprintf(stderr, "pagetable-bench: iopt_create failed\n");
+		exit(1);
+	}
+	return d;
+}
+
+/* 1 GiB at BASE: 4 KiB leaves (1 MiB runs never make a block) or 2 MiB blocks. */
+static void fill_gib(struct iopt *d, int blocks)
+{
+	if (blocks) {
+		struct iopt_map m = { BASE, GiB, HOST, IOPT_READ | IOPT_WRITE };
+
+		iopt_fill(d, &m, 1, IOPT_SEQ_NONE);
+		return;
+	}
+	for (uint64_t off = 0; off < GiB; off += MiB) {
+		struct iopt_map m = { BASE + off, MiB, HOST + off, IOPT_READ | IOPT_WRITE };
+
+		iopt_fill(d, &m, 1, IOPT_SEQ_NONE);
+	}
+}
+
+/* ns per translate of [va(i), +len), median over reps batches of n calls. */
+static double bench_translate(struct iopt *d, uint64_t len, int random, unsigned access)
+{
+	enum { N = 200000 };
+	static uint64_t vas[N];
+	double v[64];
+	uint64_t x = 88172645463325252ull;
+
+	for (unsigned i = 0; i < N; i++) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		vas[i] = random ? BASE + (x % (GiB / PG - len / PG)) * PG : BASE + 5 * PG;
+	}
+	for (unsigned r = 0; r < reps; r++) {
+		struct iopt_xlate xl;
+		uint64_t t0 = now_ns(), sum = 0;
+
+		for (unsigned i = 0; i < N; i++) {
+			if (iopt_translate(d, vas[i], len, access, &xl) == 0)
+				sum += xl.ext[0].host;
+		}
+		keep(sum);
+		v[r] = (double)(now_ns() - t0) / N;
+	}
+	return median(v, reps);
+}
+
+static double bench_bracket(struct iopt *d)
+{
+	enum { N = 1000000 };
+	double v[64];
+
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = now_ns();
+
+		for (unsigned i = 0; i < N; i++) {
+			struct iopt_dma dma;
+
+			iopt_dma_begin(d, &dma);
+			iopt_dma_end(&dma);
+		}
+		v[r] = (double)(now_ns() - t0) / N;
+	}
+	return median(v, reps);
+}
+
+/* Median ms of fill and of invalidate of 1 GiB; shift > 0 invalidates [BASE + shift,
+ * + 1 GiB - shift): no whole level-1 table goes at once, every leaf table is visited. */
+static void bench_fill_inval(int blocks, uint64_t shift, double *fill_ms, double *inval_ms)
+{
+	double f[64], in[64];
+
+	for (unsigned r = 0; r < reps; r++) {
+		struct iopt *d = domain(NULL);
+		uint64_t t0 = now_ns(), t1;
+		long n;
+
+		fill_gib(d, blocks);
+		t1 = now_ns();
+		n = iopt_invalidate(d, BASE + shift, GiB - shift);
+		f[r] = (double)(t1 - t0) / 1e6;
+		in[r] = (double)(now_ns() - t1) / 1e6;
+		if (n != (long)((GiB - shift) / PG))
+			fprintf(stderr, "pagetable-bench: invalidate removed %ld pages\n", n);
+		iopt_destroy(d);
+	}
+	*fill_ms = median(f, reps);
+	*inval_ms = median(in, reps);
+}
+
+/* ---- fault round trip: this thread faults and waits, a handler thread answers ---- */
+
+static _Atomic int stop_handler;
+
+static void *handler(void *arg)
+{
+	struct iopt_fq *fq = arg;
+	struct iopt_req *r[16];
+
+	while (!atomic_load_explicit(&stop_handler, memory_order_relaxed)) {
+		unsigned n = iopt_fq_pop_wait(fq, r, 16, 1000000000ull, 100);
+
+		for (unsigned i = 0; i < n; i++) {
+			struct iopt_map m = { r[i]->va, r[i]->len, HOST + (r[i]->va - BASE),
+				IOPT_READ | IOPT_WRITE };
+
+			if (iopt_req_complete(r[i], &m, 1, now_ns()))
+				iopt_req_fail(r[i], -14, now_ns());
+		}
+	}
+	return NULL;
+}
+
+static void bench_fault(double *med, double *p99)
+{
+	enum { N = 20000 };
+	static double v[N];
+	struct iopt_fq *fq;
+	struct iopt *d;
+	pthread_t th;
+
+	iopt_fq_create(NULL, &fq);
+	d = domain(fq);
+	pthread_create(&th, NULL, handler, fq);
+	for (unsigned i = 0; i < N; i++) {
+		struct iopt_waiter w = { 0 };
+		uint64_t va = BASE + (uint64_t)i * 64 * KiB, t0 = now_ns();
+
+		iopt_fault(d, va, 8, IOPT_WRITE, t0, &w);
+		iopt_waiter_wait(fq, &w, 1000000000ull);
+		v[i] = (double)(now_ns() - t0);
+	}
+	atomic_store(&stop_handler, 1);
+	iopt_fq_kick(fq);
+	pthread_join(th, NULL);
+	qsort(v, N, sizeof(*v), cmp_d);
+	*med = v[N / 2];
+	*p99 = v[N * 99 / 100];
+	iopt_destroy(d);
+	iopt_fq_destroy(fq);
+}
+
+int main(int argc, char **argv)
+{
+	struct iopt *d4 = domain(NULL), *d2 = domain(NULL);
+	double f4, i4, f2, i2, fu, iu, fm, fp;
+
+	if (argc > 1)
+		reps = (unsigned)atoi(argv[1]);
+	if (reps < 1 || reps > 64)
+		reps = 11;
+	fill_gib(d4, 0);
+	fill_gib(d2, 1);
+	printf("pagetable-bench: medians of %u runs; goals in brackets (issue 3)\n", reps);
+	printf("translate 1 page, hot, 4 KiB leaf        %8.1f ns   [<= 15 ns]\n",
+		bench_translate(d4, PG, 0, IOPT_READ));
+	printf("translate 1 page, hot, write             %8.1f ns\n",
+		bench_translate(d4, PG, 0, IOPT_WRITE));
+	printf("translate 1 page, random in 1 GiB        %8.1f ns\n",
+		bench_translate(d4, PG, 1, IOPT_READ));
+	printf("translate 1 page, hot, 2 MiB block       %8.1f ns\n",
+		bench_translate(d2, PG, 0, IOPT_READ));
+	printf("translate 64 KiB, hot, 4 KiB leaves      %8.1f ns   [<= 60 ns]\n",
+		bench_translate(d4, 64 * KiB, 0, IOPT_READ));
+	printf("translate 64 KiB, random in 1 GiB        %8.1f ns\n",
+		bench_translate(d4, 64 * KiB, 1, IOPT_READ));
+	printf("translate 64 KiB, hot, 2 MiB block       %8.1f ns\n",
+		bench_translate(d2, 64 * KiB, 0, IOPT_READ));
+	printf("dma_begin + dma_end                      %8.1f ns\n", bench_bracket(d4));
+	iopt_destroy(d4);
+	iopt_destroy(d2);
+	bench_fill_inval(0, 0, &f4, &i4);
+	bench_fill_inval(0, PG, &fu, &iu);
+	bench_fill_inval(1, 0, &f2, &i2);
+	printf("fill 1 GiB of 4 KiB pages                %8.3f ms\n", f4);
+	printf("fill 1 GiB of 2 MiB blocks               %8.3f ms\n", f2);
+	printf("invalidate 1 GiB of 4 KiB pages          %8.3f ms   [<= 5 ms]\n", i4);
+	printf("invalidate 1 GiB - 4 KiB, unaligned      %8.3f ms\n", iu);
+	printf("invalidate 1 GiB of 2 MiB blocks         %8.3f ms\n", i2);
+	bench_fault(&fm, &fp);
+	printf("fault round trip (handler thread)        %8.0f ns   [<= 5000 ns], p99 %.0f ns\n",
+		fm, fp);
+	return 0;
+}
