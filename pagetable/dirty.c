@@ -65,11 +65,18 @@ long iopt_dirty_walk(struct iopt *d, uint64_t va, uint64_t len, unsigned flags,
 		return rc;
 	if (flags & ~IOPT_DIRTY_CLEAR || !fn)
 		return -EINVAL;
+	if ((flags & IOPT_DIRTY_CLEAR) && iopt_fence_held_here(d))
+		return -EDEADLK;
 	/* The callback runs under the domain lock: it must not call back into this domain. */
 	pthread_mutex_lock(&d->lock);
 	rc = iopt_walk_present(d, w.start, w.end, dirty_visit, &w);
 	if (!rc)
 		rc = flush_run(&w);
 	pthread_mutex_unlock(&d->lock);
+	/* A write that saw DIRTY already set (no CAS) may still be running: wait for it, so
+	 * the caller's write-back after we return sees its data (the kernel's clear-dirty
+	 * then flush-TLB). Later writes set DIRTY again. */
+	if (flags & IOPT_DIRTY_CLEAR)
+		iopt_fence_wait(d);
 	return rc ? rc : w.pages;
 }

@@ -120,7 +120,13 @@ static long fill_block(struct iopt *d, struct iopt_table *t, _Atomic uint64_t *s
 		/* A read-only block would take WRITE away from some pages: keep the leaves. */
 		if ((old & IOPT_PTE_WRITE) && !(flags & IOPT_PTE_WRITE))
 			return fill_leaves(leaf, base, base + IOPT_BLOCK_SIZE, m, flags);
+		/* A DMA still in flight may set A/D in the old table after this read: count a
+		 * writable leaf as dirty, a present one as accessed (dirty stays a superset). */
 		bflags |= old & (IOPT_PTE_DIRTY | IOPT_PTE_ACCESSED);
+		if (old & IOPT_PTE_WRITE)
+			bflags |= IOPT_PTE_DIRTY;
+		if (old & IOPT_PTE_PRESENT)
+			bflags |= IOPT_PTE_ACCESSED;
 		added -= (long)leaf->pages;
 		iopt_table_retire(d, leaf);
 	} else {

@@ -167,9 +167,11 @@ long iopt_snapshot(struct iopt *d, uint64_t va, uint64_t len, uint64_t *present,
 	uint64_t *writable);
 
 /* Call fn for each maximal run of dirty pages in [va, va+len); with IOPT_DIRTY_CLEAR also
- * clear DIRTY (a block only partly inside the range stays dirty: it will be reported again).
- * fn runs under the domain lock and must not call into d. A non-zero return from fn stops
- * the walk and is returned. Returns dirty pages seen. */
+ * clear DIRTY (a block only partly inside the range stays dirty: it will be reported again)
+ * and, before returning, wait for the DMAs that may be writing without having set it (the
+ * fence; -EDEADLK from inside a bracket on d): write back after the call returns. fn runs
+ * under the domain lock and must not call into d. A non-zero return from fn stops the walk
+ * and is returned. Returns dirty pages seen. Dirty tracking is conservative (a superset). */
 #define IOPT_DIRTY_CLEAR 1u
 typedef int (*iopt_dirty_fn)(void *arg, uint64_t va, uint64_t len);
 long iopt_dirty_walk(struct iopt *d, uint64_t va, uint64_t len, unsigned flags,

@@ -151,6 +151,14 @@ static void test_edges(void)
 	T_EQ(iopt_destroy(d), 0, "destroy");
 }
 
+static int dirty_nop(void *arg, uint64_t va, uint64_t len)
+{
+	(void)arg;
+	(void)va;
+	(void)len;
+	return 0;
+}
+
 static void test_fence_rules(void)
 {
 	struct iopt *d = mk(0, 0);
@@ -163,6 +171,9 @@ static void test_fence_rules(void)
 	T_EQ(iopt_translate(d, 0x10000, PG, IOPT_READ, &x), 0, "translate in bracket");
 	T_EQ(iopt_invalidate(d, 0x10000, PG), -EDEADLK, "invalidate inside own bracket");
 	T_EQ(iopt_reclaim(d), -EDEADLK, "reclaim inside own bracket");
+	T_EQ(iopt_dirty_walk(d, 0x10000, PG, IOPT_DIRTY_CLEAR, dirty_nop, NULL), -EDEADLK,
+		"clearing dirty bits inside own bracket");
+	T_EQ(iopt_dirty_walk(d, 0x10000, PG, 0, dirty_nop, NULL), 0, "reading them is fine");
 	T_EQ(iopt_destroy(d), -EBUSY, "destroy with a bracket open");
 	iopt_dma_end(&dma);
 	T_EQ(iopt_translate(d, 0x10000, PG, IOPT_READ, &x), 0, "-EDEADLK changed nothing");

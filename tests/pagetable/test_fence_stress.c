@@ -28,7 +28,7 @@
 #define HOST_PAGES	4096u		/* 16 MiB arena of host pages */
 #define QUARANTINE	1024u
 #define CANARY		0xA5
-#define MIN_INVALS	500
+#define MIN_INVALS	200
 
 enum { FREE, LIVE, DEAD };
 
