@@ -26,6 +26,7 @@ static inline uint64_t t_pt_ops(uint64_t n, uint64_t div)
 #elif defined(__SANITIZE_ADDRESS__)
 	return n / (div / 4 ? div / 4 : 1) + 1;
 #else
+	(void)div;
 	return n;
 #endif
 }
