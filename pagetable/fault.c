@@ -109,6 +109,19 @@ void iopt_req_attach_locked(struct iopt_req_int *r, struct iopt_waiter *w)
 	r->waiters = w;
 }
 
+int iopt_req_attach_and_unlock(struct iopt_fq *fq, struct iopt_req_int *r,
+	struct iopt_waiter *w, bool was_empty)
+{
+	if (r)
+		iopt_req_attach_locked(r, w);
+	pthread_mutex_unlock(&fq->lock);
+	if (!r)
+		return -ENOMEM;
+	/* Signal outside the lock: the notify callback may take the handler's own locks. */
+	iopt_fq_signal(fq, was_empty);
+	return 0;
+}
+
 /* Fold a new need into a live request, if that is sound: an in-flight request only if it
  * already needs our pages (its handler will not look at its need again); a queued one if the
  * needs touch (so the merged need stays one interval of pages somebody needs), with the same
@@ -171,13 +184,7 @@ int iopt_fault(struct iopt *d, uint64_t va, uint64_t len, unsigned access, uint6
 			iopt_ctr_add(&d->ctr.page_faults, 1);
 		}
 	}
-	if (r)
-		iopt_req_attach_locked(r, w);
-	pthread_mutex_unlock(&d->fq->lock);
-	if (!r)
-		return -ENOMEM;
-	iopt_fq_signal(d->fq, was_empty);
-	return 0;
+	return iopt_req_attach_and_unlock(d->fq, r, w, was_empty);
 }
 
 int iopt_waiter_cancel(struct iopt *d, struct iopt_waiter *w)

@@ -41,6 +41,10 @@ struct iopt_req_int *iopt_req_new_locked(struct iopt *d, uint64_t va, uint64_t e
 void iopt_req_attach_locked(struct iopt_req_int *r, struct iopt_waiter *w);
 /* Call after unlocking when iopt_req_new_locked made the queue non-empty. */
 void iopt_fq_signal(struct iopt_fq *fq, bool was_empty);
+/* Called with fq->lock held: attach w to r (if r), release the lock, then wake the
+ * handler if the queue was empty. -ENOMEM when r is NULL (allocation failed), else 0. */
+int iopt_req_attach_and_unlock(struct iopt_fq *fq, struct iopt_req_int *r,
+	struct iopt_waiter *w, bool was_empty);
 /* Wake iopt_waiter_wait sleepers after statuses were stored. */
 void iopt_fq_wake_waiters(struct iopt_fq *fq);
 

@@ -62,11 +62,5 @@ int iopt_prefetch(struct iopt *d, uint64_t va, uint64_t len, enum iopt_advice ad
 	pthread_mutex_lock(&d->fq->lock);
 	was_empty = d->fq->head == NULL;
 	r = iopt_req_new_locked(d, s.first, s.last, s.write ? IOPT_WRITE : IOPT_READ, flags, now);
-	if (r)
-		iopt_req_attach_locked(r, w);
-	pthread_mutex_unlock(&d->fq->lock);
-	if (!r)
-		return -ENOMEM;
-	iopt_fq_signal(d->fq, was_empty);
-	return 0;
+	return iopt_req_attach_and_unlock(d->fq, r, w, was_empty);
 }
