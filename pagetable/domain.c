@@ -20,6 +20,8 @@ static int check_config(const struct iopt_config *cfg)
 	return 0;
 }
 
+static _Atomic uint64_t next_domain_id;
+
 int iopt_create(const struct iopt_config *cfg, struct iopt **out)
 {
 	struct iopt *d;
@@ -32,6 +34,7 @@ int iopt_create(const struct iopt_config *cfg, struct iopt **out)
 	if (!d)
 		return -ENOMEM;
 	memset(d, 0, sizeof(*d));
+	d->id = atomic_fetch_add_explicit(&next_domain_id, 1, memory_order_relaxed) + 1;
 	d->start = cfg->len ? cfg->va & ~IOPT_PAGE_MASK : 0;
 	d->end = cfg->len ? (cfg->va + cfg->len + IOPT_PAGE_MASK) & ~IOPT_PAGE_MASK : IOPT_VA_END;
 	d->fault_around = cfg->fault_around ? cfg->fault_around : IOPT_FAULT_AROUND_DEFAULT;

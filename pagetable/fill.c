@@ -212,6 +212,7 @@ static long fill_table(struct iopt *d, struct iopt_table *t, uint64_t va, uint64
 
 long iopt_fill_locked(struct iopt *d, const struct iopt_map *maps, unsigned n, uint64_t seq)
 {
+	struct iopt_table *retired = d->retired;
 	long total = 0;
 	int rc = check_maps_locked(d, maps, n);
 
@@ -225,10 +226,14 @@ long iopt_fill_locked(struct iopt *d, const struct iopt_map *maps, unsigned n, u
 		long added = fill_table(d, d->root, maps[i].va, maps[i].va + maps[i].len,
 			&maps[i], flags);
 
-		if (added < 0)
-			return added;
+		if (added < 0) {
+			total = added;
+			break;
+		}
 		total += added;
 	}
+	if (d->retired != retired)	/* leaf tables merged into blocks */
+		iopt_walk_gen_bump(d);
 	return total;
 }
 

@@ -93,6 +93,8 @@ long iopt_invalidate_begin(struct iopt *d, uint64_t va, uint64_t len)
 	removed = inval_table(d, d->root, s, e);
 	retired = d->retired;
 	d->retired = NULL;
+	if (retired)
+		iopt_walk_gen_bump(d);
 	pthread_mutex_unlock(&d->lock);
 
 	iopt_fence_wait(d);

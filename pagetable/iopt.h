@@ -22,7 +22,9 @@
  *  - fault handler (any thread): iopt_fq_pop, iopt_req_complete/fail/requeue, iopt_fill.
  *  - notifier (any thread): iopt_invalidate[_begin/_end].
  * Writers (fill, invalidate, snapshot, dirty walk) serialise on a per-domain mutex; readers
- * never take it. iopt_create/destroy must not race with anything else on that domain.
+ * never take it. iopt_translate keeps a per-thread walk cache (the last leaf table and
+ * level-1 table it walked through, never an entry); writers void it by bumping a domain
+ * generation whenever they unlink a table, so it is invisible to callers. iopt_create/destroy must not race with anything else on that domain.
  *
  * FENCE (MMU-notifier semantics). A DMA translates inside iopt_dma_begin()/iopt_dma_end() and
  * uses the host extents only until iopt_dma_end(). iopt_invalidate() clears the entries,

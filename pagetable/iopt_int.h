@@ -64,6 +64,11 @@ struct iopt_req_int;
 
 struct iopt {
 	struct iopt_table *root;	/* level 3; only 256 entries used */
+	/* Bumped (release, under lock) after tables were unlinked: per-thread walk caches
+	 * holding an older value are void (translate.c). id tells domains apart when one is
+	 * freed and another allocated at the same address. */
+	_Atomic uint64_t walk_gen;
+	uint64_t id;
 	uint64_t start, end;		/* page-aligned window */
 	uint64_t fault_around, max_need;
 	struct iopt_fq *fq;
@@ -87,6 +92,7 @@ struct iopt {
 /* table.c */
 struct iopt_table *iopt_table_alloc(struct iopt *d, int level);
 void iopt_table_retire(struct iopt *d, struct iopt_table *t);
+void iopt_walk_gen_bump(struct iopt *d);
 void iopt_table_free_tree(struct iopt *d, struct iopt_table *t);
 struct iopt_table *iopt_table_split_block(struct iopt *d, uint64_t block);
 

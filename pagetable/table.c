@@ -29,6 +29,15 @@ void iopt_table_retire(struct iopt *d, struct iopt_table *t)
 	d->retired = t;
 }
 
+/* Called under the lock after the stores that unlinked tables (never before them: a walker
+ * that sees the new generation must also see the unlinks). Void every per-thread walk cache
+ * of d; the tables are freed only after a later grace period, whose RMW orders this bump
+ * before every bracket it does not wait for. */
+void iopt_walk_gen_bump(struct iopt *d)
+{
+	atomic_fetch_add_explicit(&d->walk_gen, 1, memory_order_release);
+}
+
 /* Free t and every table below it. Readers may still hold pointers into a table that was
  * unlinked; callers free only after a grace period (fence.c) or at destroy. */
 void iopt_table_free_tree(struct iopt *d, struct iopt_table *t)

@@ -247,6 +247,41 @@ static void test_dirty(void)
 	T_EQ(iopt_destroy(d), 0, "destroy");
 }
 
+/* translate's per-thread walk cache (translate.c) must never outlive the tables it names:
+ * not a leaf table merged into a block and freed, not a table of a destroyed domain. */
+static void test_walk_cache(void)
+{
+	uint64_t va = 0x80000000, host = 0x200000000;
+	struct iopt *d = mk(0, 0);
+	struct iopt_xlate x;
+
+	T_EQ(fill1(d, va, 16 * PG, host, IOPT_READ), 16, "leaf pages");
+	T_EQ(iopt_translate(d, va + PG, PG, IOPT_READ, &x), 0, "walk caches the leaf table");
+	T_EQ(fill1(d, va, 2 * MiB, host, IOPT_READ), 512 - 16, "merge into a block");
+	T_EQ(iopt_reclaim(d), 0, "free the merged leaf table");
+	T_EQ(iopt_translate(d, va + PG, PG, IOPT_READ, &x), 0, "through the block");
+	T_EQ(x.ext[0].host, host + PG, "block host");
+	T_EQ(iopt_invalidate(d, va, 2 * MiB), 512, "drop the block");
+	T_EQ(iopt_translate(d, va + PG, PG, IOPT_READ, &x), -EFAULT, "miss after invalidate");
+	T_EQ(fill1(d, va, PG, host + 64 * MiB, IOPT_READ), 1, "new leaf table");
+	T_EQ(iopt_translate(d, va, PG, IOPT_READ, &x), 0, "hit in the new table");
+	T_EQ(x.ext[0].host, host + 64 * MiB, "new host");
+	T_EQ(iopt_invalidate(d, 0, IOPT_VA_END), 1, "empty the domain: tables unlinked");
+	T_EQ(iopt_translate(d, va, PG, IOPT_READ, &x), -EFAULT, "miss in the empty domain");
+	T_EQ(iopt_destroy(d), 0, "destroy");
+
+	d = mk(0, 0);
+	T_EQ(fill1(d, va, PG, host, IOPT_READ), 1, "first domain");
+	T_EQ(iopt_translate(d, va, PG, IOPT_READ, &x), 0, "cache the first domain");
+	T_EQ(iopt_destroy(d), 0, "destroy the first domain");
+	d = mk(0, 0);
+	T_EQ(iopt_translate(d, va, PG, IOPT_READ, &x), -EFAULT, "second domain starts empty");
+	T_EQ(fill1(d, va, PG, host + PG, IOPT_READ), 1, "second domain");
+	T_EQ(iopt_translate(d, va, PG, IOPT_READ, &x), 0, "hit");
+	T_EQ(x.ext[0].host, host + PG, "second domain's host");
+	T_EQ(iopt_destroy(d), 0, "destroy");
+}
+
 int main(int argc, char **argv)
 {
 	(void)t_seed(argc, argv, 1);
@@ -254,6 +289,7 @@ int main(int argc, char **argv)
 	test_hit_miss();
 	test_extents();
 	test_block_split();
+	test_walk_cache();
 	test_edges();
 	test_fence_rules();
 	test_dirty();
