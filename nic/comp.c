@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The completer: ACKs, NAKs, READ responses and atomic ACKs against the send queue, the
+ * ACK timer and the RNR timer (IBA 9.7.5.2, rxe_comp.c is the model).
+ *  - A response for PSN p implies every request before p was executed: SEND/WRITE-like
+ *    WQEs before p complete; a READ/atomic before p that got no answer lost its response,
+ *    so the requester goes back to it (rxe's implicit NAK).
+ *  - NAK PSN-sequence error and the ACK timer resend from the oldest unacknowledged PSN and
+ *    spend retry_cnt; RNR NAK waits the advertised timer and spends rnr_retry (7: forever).
+ *  - NAK invalid request / remote access / remote operational error complete the WQE with
+ *    REM_INV_REQ_ERR / REM_ACCESS_ERR / REM_OP_ERR and move the QP to ERR.
+ * Completed WQEs retire in order (nic_comp_retire), producing CQEs for signaled WRs and
+ * for every error.
+ */
+#include "nic_int.h"
+
+static bool acked_by_ack(enum odpemu_wr_opcode op)
+{
+	return op != ODPEMU_WR_RDMA_READ && op != ODPEMU_WR_ATOMIC_CMP_AND_SWP &&
+	       op != ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t last_psn(const struct nic_swqe *w)
+{
+	return roce_psn_add(w->first_psn, w->npkts - 1);
+}
+
+static void update_timer(struct nic_qp *qp)
+{
+	struct nic_req *r = &qp->req;
+
+	r->ack_deadline = r->una == r->max_sent ? UINT64_MAX
+			: qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
+}
+
+/* Progress: the responder has executed everything before psn. */
+static void advance_una(struct nic_qp *qp, uint32_t psn)
+{
+	if (roce_psn_diff(psn, qp->req.una) > 0) {
+		qp->req.una = psn;
+		qp->req.retry_left = qp->attr.retry_cnt;
+		qp->req.rnr_left = qp->attr.rnr_retry;
+	}
+	update_timer(qp);
+}
+
+/* Complete the ACK-completed WQEs wholly before psn; stop at a READ/atomic that has no
+ * answer (returns it: its response was lost). */
+static struct nic_swqe *complete_before(struct nic_qp *qp, uint32_t psn)
+{
+	for (uint64_t i = qp->sq.head; i < qp->sq.tail; i++) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, i);
+
+		if (w->state == NIC_SWQE_DONE)
+			continue;
+		if (!w->psn_assigned || roce_psn_diff(last_psn(w), psn) >= 0)
+			return NULL;
+		if (!acked_by_ack(w->wr.opcode))
+			return w;
+		nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
+	}
+	return NULL;
+}
+
+/* The not-done WQE whose PSN range holds psn. */
+static struct nic_swqe *wqe_of(struct nic_qp *qp, uint32_t psn)
+{
+	for (uint64_t i = qp->sq.head; i < qp->sq.tail; i++) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, i);
+		int32_t d;
+
+		if (w->state == NIC_SWQE_DONE || !w->psn_assigned)
+			continue;
+		d = roce_psn_diff(psn, w->first_psn);
+		if (d >= 0 && d < (int32_t)w->npkts)
+			return w;
+	}
+	return NULL;
+}
+
+static void go_back(struct nic_qp *qp, uint32_t psn)
+{
+	qp->req.need_retry = true;
+	qp->req.retry_psn = psn;
+	nic_qp_schedule(qp);
+}
+
+/* The PSN the requester still needs an answer for, inside a READ (its next response). */
+static uint32_t read_resume_psn(const struct nic_qp *qp, const struct nic_swqe *w)
+{
+	return roce_psn_add(w->first_psn, w->landed / qp->pmtu);
+}
+
+static void fail_wqe(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
+		     unsigned verr)
+{
+	if (w)
+		nic_swqe_complete(qp, w, st, verr);
+	else
+		nic_qp_to_err(qp);
+}
+
+static void on_nak(struct nic_qp *qp, uint32_t psn, uint8_t syn)
+{
+	struct nic_swqe *w = wqe_of(qp, psn);
+
+	switch (roce_syndrome_value(syn)) {
+	case ROCE_NAK_PSN_SEQ_ERR:
+		qp->ctr.seq_naks_received++;
+		advance_una(qp, psn);
+		if (qp->req.retry_left == 0)
+			return fail_wqe(qp, w, ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);
+		qp->req.retry_left--;
+		return go_back(qp, psn);
+	case ROCE_NAK_INVALID_REQ:
+		return fail_wqe(qp, w, ODPEMU_WC_REM_INV_REQ_ERR, NIC_VERR_NAK_INV_REQ);
+	case ROCE_NAK_REMOTE_ACCESS:
+		return fail_wqe(qp, w, ODPEMU_WC_REM_ACCESS_ERR, NIC_VERR_NAK_ACCESS);
+	default:
+		return fail_wqe(qp, w, ODPEMU_WC_REM_OP_ERR, NIC_VERR_NAK_OP);
+	}
+}
+
+static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
+{
+	struct nic_swqe *w = wqe_of(qp, psn);
+
+	qp->ctr.rnr_naks_received++;
+	advance_una(qp, psn);
+	if (qp->attr.rnr_retry != 7) {
+		if (qp->req.rnr_left == 0)
+			return fail_wqe(qp, w, ODPEMU_WC_RNR_RETRY_EXC_ERR, NIC_VERR_RNR_EXC);
+		qp->req.rnr_left--;
+	}
+	qp->req.waiting_rnr = true;
+	qp->req.retry_psn = psn;
+	qp->req.ack_deadline = UINT64_MAX;
+	qp->req.rnr_deadline = qp->nic->now +
+		1000ull * roce_rnr_timer_us(roce_syndrome_value(syn));
+}
+
+/* Land response bytes of a READ (or the original value of an atomic) in the local SGEs.
+ * false: stopped by a local fault or error (the response is dropped; it will be asked for
+ * again once the fault is answered). */
+static bool land(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, const void *data,
+		 uint32_t n)
+{
+	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->req.waiter,
+		.no_fault = qp->req.fault_err != 0 };
+	enum nic_dma_result res;
+
+	if (qp->req.faulting)
+		return false;
+	res = nic_dma_sge(&c, w->wr.sg_list, w->wr.num_sge, off, (void *)data, n, true);
+	qp->req.fault_err = 0;
+	if (res == NIC_DMA_OK)
+		return true;
+	if (res == NIC_DMA_FAULT) {
+		qp->req.faulting = true;
+		qp->req.fault_dom = c.dom;
+		qp->ctr.faults_req++;
+		go_back(qp, roce_psn_add(w->first_psn, off / qp->pmtu));
+		return false;
+	}
+	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR,
+			  res == NIC_DMA_BAD_KEY ? NIC_VERR_BAD_LKEY : NIC_VERR_LOCAL_FAULT);
+	return false;
+}
+
+static void on_read_response(struct nic_qp *qp, const struct roce_pkt *pkt, struct nic_swqe *w)
+{
+	uint32_t psn = pkt->h.bth.psn, expect = read_resume_psn(qp, w);
+
+	if (w->wr.opcode != ODPEMU_WR_RDMA_READ) {
+		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
+		return;
+	}
+	if (psn != expect) {	/* a response went missing: ask again from the gap */
+		if (roce_psn_diff(psn, expect) > 0)
+			go_back(qp, expect);
+		return;
+	}
+	if (w->landed + pkt->payload_len > w->length ||
+	    ((pkt->mask & ROCE_M_LAST) && w->landed + pkt->payload_len != w->length)) {
+		nic_swqe_complete(qp, w, ODPEMU_WC_BAD_RESP_ERR, NIC_VERR_BAD_RESPONSE);
+		return;
+	}
+	if (!land(qp, w, w->landed, pkt->payload, pkt->payload_len))
+		return;
+	w->landed += pkt->payload_len;
+	advance_una(qp, roce_psn_next(psn));
+	if (pkt->mask & ROCE_M_LAST)
+		nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
+}
+
+static void on_atomic_ack(struct nic_qp *qp, const struct roce_pkt *pkt, struct nic_swqe *w)
+{
+	uint64_t orig = pkt->h.atmack;
+
+	if (acked_by_ack(w->wr.opcode) || w->first_psn != pkt->h.bth.psn) {
+		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
+		return;
+	}
+	if (!land(qp, w, 0, &orig, 8))
+		return;
+	advance_una(qp, roce_psn_next(pkt->h.bth.psn));
+	nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
+}
+
+static void on_ack(struct nic_qp *qp, uint32_t psn)
+{
+	struct nic_swqe *w = wqe_of(qp, psn);
+
+	/* The ACK covers psn itself: a SEND/WRITE-like WQE ending at psn is done too. */
+	if (w && acked_by_ack(w->wr.opcode) && last_psn(w) == psn && w->state == NIC_SWQE_SENT)
+		nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
+	advance_una(qp, roce_psn_next(psn));
+}
+
+void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	uint32_t psn = pkt->h.bth.psn;
+	struct nic_swqe *lost, *w;
+
+	if (qp->state != ODPEMU_QPS_RTS && qp->state != ODPEMU_QPS_SQD)
+		return;
+	/* Only answers to what is outstanding: [una, psn). Older ones are duplicates. */
+	if (roce_psn_diff(psn, qp->req.una) < 0 || roce_psn_diff(psn, qp->req.max_sent) >= 0) {
+		qp->ctr.drops[NIC_DROP_GHOST_RESP]++;
+		return;
+	}
+	lost = complete_before(qp, psn);
+	if (lost) {
+		go_back(qp, lost->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, lost)
+								   : lost->first_psn);
+		return;
+	}
+	w = wqe_of(qp, psn);
+	if (pkt->h.bth.opcode == ROCE_OP_RC_ACKNOWLEDGE) {
+		uint8_t syn = pkt->h.aeth.syndrome;
+
+		switch (roce_syndrome_type(syn)) {
+		case ROCE_AETH_ACK: return on_ack(qp, psn);
+		case ROCE_AETH_RNR_NAK: return on_rnr(qp, psn, syn);
+		case ROCE_AETH_NAK: return on_nak(qp, psn, syn);
+		default: qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++; return;
+		}
+	}
+	if (!w) {
+		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
+		return;
+	}
+	if (pkt->h.bth.opcode == ROCE_OP_RC_ATOMIC_ACKNOWLEDGE)
+		on_atomic_ack(qp, pkt, w);
+	else
+		on_read_response(qp, pkt, w);
+}
+
+/* ACK timeout and RNR timer. */
+void nic_comp_tick(struct nic_qp *qp, uint64_t now)
+{
+	struct nic_req *r = &qp->req;
+
+	if (r->rnr_deadline <= now) {
+		r->rnr_deadline = UINT64_MAX;
+		r->waiting_rnr = false;
+		go_back(qp, r->retry_psn);
+		update_timer(qp);
+	}
+	if (r->ack_deadline <= now) {
+		r->ack_deadline = UINT64_MAX;
+		if (r->una == r->max_sent)
+			return;
+		qp->ctr.timeouts++;
+		if (r->retry_left == 0) {
+			fail_wqe(qp, wqe_of(qp, r->una), ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);
+			return;
+		}
+		r->retry_left--;
+		struct nic_swqe *w = wqe_of(qp, r->una);
+
+		go_back(qp, w && w->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, w)
+								      : r->una);
+		update_timer(qp);
+	}
+}
+
+/* Retire done WQEs from the head in order; CQE for signaled WRs and every error. */
+void nic_comp_retire(struct nic_qp *qp)
+{
+	while (qp->sq.head < qp->sq.tail) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, qp->sq.head);
+
+		if (w->state != NIC_SWQE_DONE)
+			break;
+		if (w->signaled || w->status != ODPEMU_WC_SUCCESS) {
+			struct nic_wc wc = {
+				.wr_id = w->wr.wr_id, .status = w->status,
+				.opcode = nic_wc_opcode_of(w->wr.opcode),
+				.byte_len = w->wr.opcode == ODPEMU_WR_RDMA_READ ? w->length : 0,
+				.qp_num = qp->qpn, .vendor_err = w->vendor_err,
+			};
+
+			nic_cq_push(qp->scq, &wc, false);
+		}
+		qp->sq.head++;
+		if (qp->sq.next < qp->sq.head)
+			qp->sq.next = qp->sq.head;
+	}
+	if (qp->state == ODPEMU_QPS_SQD && qp->sq.head == qp->sq.next &&
+	    qp->attr.en_sqd_async_notify && !qp->sq_drained_event_pending) {
+		qp->sq_drained_event_pending = true;
+		nic_event(qp->nic, ODPEMU_EVENT_SQ_DRAINED, qp, NULL, NULL, NULL);
+	}
+}

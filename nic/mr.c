@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory regions. Every MR translates through its own IO page table (pagetable/): a pinned
+ * MR's table is filled once at registration and never changes; an ODP MR's starts empty and
+ * is filled by faults and advice; an implicit ODP MR covers the whole 47-bit space.
+ *
+ * Keys: lkey == rkey == slot << 8 | variant. The 8-bit variant of a slot changes on every
+ * registration, so a stale key of a re-registered slot misses (as mlx5's mkey variant).
+ * Deregistration takes the key out of the slot first (new packets NAK), then invalidates the
+ * whole table (the fence: DMAs already translating finish first), then destroys the table;
+ * while the fault handler still holds one of its requests, the MR waits on nic->zombies.
+ */
+#include "nic_int.h"
+
+static int check_init(const struct nic *nic, const struct nic_mr_init *in, bool *implicit)
+{
+	bool odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
+
+	if (in->access & ~ODPEMU_ACCESS_ALL_MR)
+		return -EINVAL;
+	/* IBA 10.6.3.1: remote write or atomic access needs local write. */
+	if ((in->access & (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_ATOMIC)) &&
+	    !(in->access & ODPEMU_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	*implicit = odp && in->va == 0 && in->len == UINT64_MAX;
+	if (*implicit)
+		return 0;
+	if (in->len == 0 || in->len > nic->attr.max_mr_size || in->va + in->len < in->va ||
+	    in->va + in->len > IOPT_VA_END)
+		return -EINVAL;
+	if (!odp && (in->host & NIC_PAGE_MASK) != (in->va & NIC_PAGE_MASK))
+		return -EINVAL;
+	return 0;
+}
+
+static int alloc_slot(struct nic *nic, struct nic_mr *mr)
+{
+	for (uint32_t i = 0; i < NIC_MR_SLOTS - 1; i++) {
+		uint32_t s = nic->mr_next_slot;
+
+		nic->mr_next_slot = s + 1 < NIC_MR_SLOTS ? s + 1 : 1;
+		if (!nic->mr_slot[s]) {
+			nic->mr_variant[s]++;
+			nic->mr_slot[s] = mr;
+			mr->key = s << 8 | nic->mr_variant[s];
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+/* A pinned MR: install [va, va+len) -> host once (the owner pinned it). */
+static int pin(struct nic_mr *mr, uint64_t host)
+{
+	uint64_t start = mr->va & ~NIC_PAGE_MASK;
+	uint64_t end = (mr->va + mr->len + NIC_PAGE_MASK) & ~NIC_PAGE_MASK;
+	struct iopt_map m = { start, end - start, host & ~NIC_PAGE_MASK,
+		IOPT_READ | IOPT_WRITE };
+	long rc = iopt_fill(mr->iopt, &m, 1, IOPT_SEQ_NONE);
+
+	return rc < 0 ? (int)rc : 0;
+}
+
+static int make_table(struct nic *nic, struct nic_mr *mr)
+{
+	struct iopt_config cfg = {
+		.va = mr->implicit ? 0 : mr->va,
+		.len = mr->implicit ? 0 : mr->len,
+		.fault_around = nic->cfg.fault_around,
+		.fq = nic->fq,
+		.owner = mr,
+	};
+
+	return iopt_create(&cfg, &mr->iopt);
+}
+
+int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **out)
+{
+	struct nic *nic = pd ? pd->nic : NULL;
+	struct nic_mr *mr;
+	bool implicit;
+	int rc;
+
+	if (!pd || !in || !out)
+		return -EINVAL;
+	rc = check_init(nic, in, &implicit);
+	if (rc)
+		return rc;
+	if (nic->ctr.mrs >= nic->attr.max_mr)
+		return -ENOMEM;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->pd = pd;
+	mr->access = in->access;
+	mr->odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
+	mr->implicit = implicit;
+	mr->va = implicit ? 0 : in->va;
+	mr->len = implicit ? IOPT_VA_END : in->len;
+	rc = make_table(nic, mr);
+	if (!rc && !mr->odp)
+		rc = pin(mr, in->host);
+	if (!rc)
+		rc = alloc_slot(nic, mr);
+	if (rc) {
+		if (mr->iopt)
+			iopt_destroy(mr->iopt);
+		free(mr);
+		return rc;
+	}
+	nic_list_add_tail(&nic->mrs, &mr->link);
+	pd->users++;
+	nic->ctr.mrs++;
+	*out = mr;
+	return 0;
+}
+
+struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key)
+{
+	struct nic_mr *mr = nic->mr_slot[(key >> 8) % NIC_MR_SLOTS];
+
+	return mr && mr->key == key && !mr->dead ? mr : NULL;
+}
+
+uint32_t nic_mr_lkey(const struct nic_mr *mr) { return mr->key; }
+uint32_t nic_mr_rkey(const struct nic_mr *mr) { return mr->key; }
+struct iopt *nic_mr_iopt(const struct nic_mr *mr) { return mr->iopt; }
+
+/* Destroy the tables of dead MRs whose fault requests have all been answered. */
+void nic_mr_reap(struct nic *nic)
+{
+	struct nic_list *l = nic->zombies.next;
+
+	while (l != &nic->zombies) {
+		struct nic_mr *mr = nic_container_of(l, struct nic_mr, link);
+
+		l = l->next;
+		if (iopt_destroy(mr->iopt) == 0) {
+			nic_list_del(&mr->link);
+			free(mr);
+		}
+	}
+}
+
+int nic_mr_dereg(struct nic_mr *mr)
+{
+	struct nic *nic;
+
+	if (!mr || mr->dead)
+		return -EINVAL;
+	nic = mr->pd->nic;
+	mr->dead = true;
+	nic->mr_slot[mr->key >> 8] = NULL;
+	/* The fence: returns once no DMA uses a translation of this MR. */
+	(void)iopt_invalidate(mr->iopt, mr->implicit ? 0 : mr->va & ~NIC_PAGE_MASK,
+			      mr->implicit ? IOPT_VA_END : mr->len + (mr->va & NIC_PAGE_MASK));
+	nic_list_del(&mr->link);
+	nic_list_add_tail(&nic->zombies, &mr->link);
+	mr->pd->users--;
+	nic->ctr.mrs--;
+	nic_mr_reap(nic);
+	return 0;
+}
+
+static enum iopt_advice advice_of(unsigned advice)
+{
+	return advice == ODPEMU_ADVISE_MR_ADVICE_PREFETCH_WRITE ? IOPT_PREFETCH_WRITE :
+	       advice == ODPEMU_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ? IOPT_PREFETCH_NO_FAULT :
+	       IOPT_PREFETCH;
+}
+
+int nic_mr_advise(struct nic_mr *mr, unsigned advice, uint64_t va, uint64_t len, uint64_t now)
+{
+	int rc;
+
+	if (!mr || mr->dead || advice > ODPEMU_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT || !len)
+		return -EINVAL;
+	if (!mr->odp)
+		return -EOPNOTSUPP;	/* ibv_advise_mr on a pinned MR: nothing to do */
+	if (advice == ODPEMU_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    !(mr->access & ODPEMU_ACCESS_LOCAL_WRITE))
+		return -EACCES;
+	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
+		return -ERANGE;
+	mr->pd->nic->now = now;
+	rc = iopt_prefetch(mr->iopt, va, len, advice_of(advice), now, NULL);
+	if (rc < 0)
+		return rc;
+	nic_pump_faults(mr->pd->nic);
+	return 0;
+}
+
+/* The host changed [va, va+len) of client: ODP MRs forget it (and fault again); pinned MRs
+ * keep their pages, now orphaned, and the owner learns its cache went stale. */
+void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t len)
+{
+	for (struct nic_list *l = nic->mrs.next; l != &nic->mrs; l = l->next) {
+		struct nic_mr *mr = nic_container_of(l, struct nic_mr, link);
+		uint64_t s = va > mr->va ? va : mr->va;
+		uint64_t e = va + len < mr->va + mr->len ? va + len : mr->va + mr->len;
+
+		if (mr->pd->client != client || s >= e)
+			continue;
+		if (mr->odp)
+			(void)iopt_invalidate(mr->iopt, s, e - s);
+		else
+			nic_event(nic, ODPEMU_EVENT_MR_DECOHERENCE, NULL, NULL, NULL, mr);
+	}
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nic — the soft-HCA: device, PD, MR (pinned, explicit ODP, implicit ODP), CQ, SRQ, QP (RC,
+ * UD) and the requester, responder and completer engines of RoCEv2 RC/UD transport.
+ *
+ * I/O-FREE AND DETERMINISTIC. The library makes no syscall, starts no thread, reads no
+ * clock and draws no random number. It sees the world through struct nic_ports (wire, host
+ * memory, fault handler, events) and through `now` (nanoseconds of the owner's clock)
+ * passed into every entry point that may start a timer. The same inputs in the same order
+ * give the same outputs, which is what the simulation (tests/nic/sim) relies on.
+ *
+ * THREADING. One thread drives a struct nic and everything created on it (the daemon's
+ * event loop, or the simulation). Port callbacks are made from inside the entry point that
+ * caused them; a callback must not call back into the same nic except nic_cq_poll().
+ *
+ * ENTRY POINTS (all take `now`): nic_rx (a received packet), nic_post_send/nic_post_recv/
+ * nic_srq_post_recv (doorbells), nic_tick (timers: call at or after nic_next_deadline()),
+ * nic_fault_complete/nic_fault_fail (answers of the fault handler), and the control verbs.
+ * Each runs the engines until they have nothing left to do at `now`.
+ *
+ * ERRORS. Functions return 0 or a negative errno; objects are returned through out
+ * pointers. Bad input from the wire is dropped and counted (struct nic_counters), never
+ * trusted.
+ */
+#ifndef ODPEMU_NIC_H
+#define ODPEMU_NIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device_attr.h"
+#include "iopt.h"
+#include "odpemu/verbs_types.h"
+#include "qp_attr.h"
+
+struct nic;
+struct nic_pd;
+struct nic_mr;
+struct nic_cq;
+struct nic_srq;
+struct nic_qp;
+
+/* A GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d) for RoCEv2 over IPv4. */
+struct nic_gid {
+	uint8_t raw[16];
+};
+
+bool nic_gid_is_v4(const struct nic_gid *g);
+struct nic_gid nic_gid_from_v4(uint32_t addr_host_order);
+
+/* ---- ports ---- */
+
+struct nic_event {
+	enum odpemu_event_type type;
+	struct nic_qp *qp;	/* QP events */
+	struct nic_cq *cq;	/* CQ_ERR */
+	struct nic_srq *srq;	/* SRQ_LIMIT_REACHED, SRQ_ERR */
+	struct nic_mr *mr;	/* MR_DECOHERENCE */
+};
+
+struct nic_ports {
+	void *ctx;
+	/* Wire: one UDP payload (BTH .. ICRC, ICRC sealed) to the device at dst, from this
+	 * device's GID and UDP source port to UDP port 4791. Fire and forget. */
+	void (*send)(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len);
+	/* Host memory of one client at a host address (an IOPT frame address or a pinned
+	 * MR's host address). 0, or -EFAULT when the host cannot read/write it now. */
+	int (*mem_read)(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len);
+	int (*mem_write)(void *ctx, uint32_t client, uint64_t host, const void *src, size_t len);
+	/* Fault handler: resolve req (va range of client's address space, access) and answer
+	 * later with nic_fault_complete() or nic_fault_fail(), exactly once. */
+	void (*fault)(void *ctx, uint32_t client, struct iopt_req *req);
+	/* Async events (ibv_get_async_event). */
+	void (*event)(void *ctx, const struct nic_event *ev);
+	/* Completion notification of an armed CQ (ibv_get_cq_event). Optional. */
+	void (*cq_notify)(void *ctx, struct nic_cq *cq);
+};
+
+/* ---- device ---- */
+
+struct nic_config {
+	struct nic_gid gid;		/* this device's address */
+	uint16_t udp_sport;		/* UDP source port of every packet (ICRC input);
+					 * 0: 4791 */
+	enum odpemu_mtu active_mtu;	/* port MTU (0: 4096) */
+	struct nic_device_attr attr;	/* limits; zero: nic_device_attr_default() */
+	struct nic_ports ports;
+	/* Responder stall policy: inbound packets a QP holds behind a page fault before it
+	 * drops (and go-back-N recovers). 0: 64. */
+	unsigned stall_queue;
+	/* Requester: packets in flight (sent, not acknowledged) per QP. 0: 256. */
+	unsigned max_inflight;
+	/* Fault-around window of ODP MRs (power of two >= 4096; 0: pagetable default 64 KiB;
+	 * 4096 turns fault-around off). */
+	uint64_t fault_around;
+};
+
+int nic_create(const struct nic_config *cfg, struct nic **out);
+/* Fails with -EBUSY while any object exists. */
+int nic_destroy(struct nic *nic);
+const struct nic_device_attr *nic_attr(const struct nic *nic);
+const struct nic_gid *nic_gid(const struct nic *nic);
+
+/* A received UDP payload (BTH .. ICRC) from src. Invalid packets are counted and dropped.
+ * The ICRC covers the UDP source port: nic_rx assumes the peer sent from 4791 (odpemu's
+ * default, udp_sport 0); nic_rx_from takes the port the socket reported. */
+void nic_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+	    uint64_t now);
+void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		 uint16_t sport, uint64_t now);
+/* Run timers due at now (ACK timeout, RNR timer, deferred work). */
+void nic_tick(struct nic *nic, uint64_t now);
+/* The earliest time nic_tick has work, or UINT64_MAX. */
+uint64_t nic_next_deadline(const struct nic *nic);
+
+/* Answers of the fault handler to a request handed out by ports.fault. */
+int nic_fault_complete(struct nic *nic, struct iopt_req *req, const struct iopt_map *maps,
+		       unsigned n, uint64_t now);
+int nic_fault_fail(struct nic *nic, struct iopt_req *req, int err, uint64_t now);
+
+/* ---- PD, MR ---- */
+
+int nic_pd_alloc(struct nic *nic, uint32_t client, struct nic_pd **out);
+int nic_pd_dealloc(struct nic_pd *pd);		/* -EBUSY while MRs/QPs/SRQs use it */
+
+/* Registration. ODPEMU_ACCESS_ON_DEMAND makes an ODP MR whose IO page table starts empty
+ * (pages arrive through faults and advise); otherwise the MR is pinned: host is where the
+ * owner pinned [va, va+len) (page aligned like va) and the translation never changes.
+ * Implicit ODP: va 0, len UINT64_MAX, ON_DEMAND: the whole 47-bit address space. */
+struct nic_mr_init {
+	uint64_t va, len;
+	unsigned access;	/* enum odpemu_access_flags */
+	uint64_t host;		/* pinned MRs only */
+};
+int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *init, struct nic_mr **out);
+/* Safe while traffic is in flight: the MR's keys stop matching at once; DMAs already
+ * translating finish first (the IOPT fence); packets that find the key gone are NAKed. */
+int nic_mr_dereg(struct nic_mr *mr);
+uint32_t nic_mr_lkey(const struct nic_mr *mr);
+uint32_t nic_mr_rkey(const struct nic_mr *mr);
+/* ibv_advise_mr: advice enum odpemu_advise_mr_advice; flags ODPEMU_ADVISE_MR_FLAG_FLUSH
+ * (synchronous: returns after the fault handler answered... which in this I/O-free
+ * library means the request is queued and completion is reported like a fault). */
+int nic_mr_advise(struct nic_mr *mr, unsigned advice, uint64_t va, uint64_t len, uint64_t now);
+/* The MMU notifier: the host unmapped or changed [va, va+len) of the client. ODP MRs drop
+ * their translations (fence included); pinned MRs keep theirs and raise MR_DECOHERENCE. */
+void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t len);
+/* The MR's page table (counters, snapshot) for tests and the daemon. */
+struct iopt *nic_mr_iopt(const struct nic_mr *mr);
+
+/* ---- CQ ---- */
+
+struct nic_wc {
+	uint64_t wr_id;
+	enum odpemu_wc_status status;
+	enum odpemu_wc_opcode opcode;
+	uint32_t byte_len;
+	uint32_t imm_data;	/* host order: ImmDt as a big-endian number; invalidated rkey */
+	uint32_t qp_num;
+	uint32_t src_qp;	/* UD */
+	unsigned wc_flags;	/* NIC_WC_* */
+	uint32_t vendor_err;	/* enum nic_vendor_err: why, for error statuses */
+};
+enum nic_wc_flags {
+	NIC_WC_GRH = 1 << 0,		/* ibv IBV_WC_GRH */
+	NIC_WC_WITH_IMM = 1 << 1,	/* ibv IBV_WC_WITH_IMM */
+	NIC_WC_WITH_INV = 1 << 3,	/* ibv IBV_WC_WITH_INV */
+};
+
+int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out);
+int nic_cq_destroy(struct nic_cq *cq);		/* -EBUSY while a QP uses it */
+int nic_cq_poll(struct nic_cq *cq, struct nic_wc *wc, int n);
+/* Arm: the next completion (solicited_only: the next solicited one or error) calls
+ * ports.cq_notify once. */
+int nic_cq_req_notify(struct nic_cq *cq, bool solicited_only);
+
+/* ---- SRQ ---- */
+
+struct nic_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct nic_recv_wr {
+	uint64_t wr_id;
+	const struct nic_sge *sg_list;
+	unsigned num_sge;
+};
+
+int nic_srq_create(struct nic_pd *pd, unsigned max_wr, unsigned max_sge, struct nic_srq **out);
+int nic_srq_destroy(struct nic_srq *srq);	/* -EBUSY while a QP uses it */
+/* SRQ limit: when the number of posted WQEs drops below limit, SRQ_LIMIT_REACHED fires
+ * once and the limit disarms (ibv_modify_srq IBV_SRQ_LIMIT). */
+int nic_srq_arm(struct nic_srq *srq, unsigned limit);
+int nic_srq_post_recv(struct nic_srq *srq, const struct nic_recv_wr *wr, uint64_t now);
+
+/* ---- QP ---- */
+
+struct nic_qp_init {
+	enum odpemu_qp_type type;	/* RC or UD */
+	struct nic_cq *send_cq, *recv_cq;
+	struct nic_srq *srq;		/* optional */
+	unsigned max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+	bool sq_sig_all;
+	/* ODP responder policy on a page fault (ConnectX answers RNR NAK; a stall keeps the
+	 * packets in order behind the fault, as a NIC with a deep receive buffer would). */
+	enum nic_fault_policy { NIC_FAULT_STALL = 0, NIC_FAULT_RNR = 1 } fault_policy;
+};
+
+int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *init, struct nic_qp **out);
+/* Destroying a QP in any state is allowed; its WQEs are dropped without completions (as
+ * ibv_destroy_qp). */
+int nic_qp_destroy(struct nic_qp *qp);
+uint32_t nic_qp_num(const struct nic_qp *qp);
+enum odpemu_qp_state nic_qp_state(const struct nic_qp *qp);
+/* ibv_modify_qp: checked by nic_qp_check_modify(); *why (optional) names a refusal. */
+int nic_qp_modify(struct nic_qp *qp, const struct nic_qp_attr *attr, unsigned mask,
+		  uint64_t now, const char **why);
+int nic_qp_query(const struct nic_qp *qp, struct nic_qp_attr *attr);
+
+struct nic_send_wr {
+	uint64_t wr_id;
+	enum odpemu_wr_opcode opcode;
+	unsigned send_flags;		/* enum odpemu_send_flags */
+	const struct nic_sge *sg_list;	/* with ODPEMU_SEND_INLINE: addr is a pointer in this
+					 * process, copied at post time; lkey unused */
+	unsigned num_sge;
+	uint32_t imm_data;		/* *_WITH_IMM (host order); SEND_WITH_INV: rkey */
+	uint64_t remote_addr;		/* RDMA, atomics, FLUSH, ATOMIC_WRITE */
+	uint32_t rkey;
+	uint64_t compare_add, swap;	/* atomics; ATOMIC_WRITE: swap is the 8-byte value */
+	uint8_t flush_type, flush_level; /* FLUSH: enum roce_flush_plt bits, roce_flush_sel */
+	uint32_t flush_len;		/* FLUSH of [remote_addr, +flush_len) */
+	/* UD */
+	struct nic_gid ud_dgid;
+	uint32_t remote_qpn, remote_qkey;
+};
+
+/* 0, or -EINVAL (malformed WR: *bad says nothing more), -ENOMEM (queue full), -EPERM
+ * (QP state does not accept posts). Posting in ERR completes the WR with WR_FLUSH_ERR. */
+int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now);
+int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
+
+/* ---- counters ---- */
+
+#define NIC_DROP_REASONS(X) \
+	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
+	X(SRC_MISMATCH) X(PSN_OUT_OF_WINDOW) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
+	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(UD_TOO_LONG)
+enum nic_drop_reason {
+#define NIC_DROP_ENUM_(n) NIC_DROP_##n,
+	NIC_DROP_REASONS(NIC_DROP_ENUM_)
+#undef NIC_DROP_ENUM_
+	NIC_DROP__COUNT
+};
+const char *nic_drop_reason_str(enum nic_drop_reason r);
+
+struct nic_qp_counters {
+	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
+	uint64_t retransmits, timeouts, seq_naks_sent, seq_naks_received;
+	uint64_t rnr_naks_sent, rnr_naks_received, dup_requests;
+	uint64_t faults_resp, faults_req, stalls, stall_drops;
+	uint64_t drops[NIC_DROP__COUNT];
+};
+int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out);
+
+struct nic_counters {
+	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
+	uint64_t faults_raised, faults_failed;
+	unsigned pds, mrs, cqs, srqs, qps;	/* live objects */
+};
+void nic_counters(const struct nic *nic, struct nic_counters *out);
+
+/* Why an error completion happened (nic_wc.vendor_err), for humans and tests. */
+#define NIC_VENDOR_ERRS(X) \
+	X(NONE) X(FLUSH) X(BAD_LKEY) X(LKEY_RANGE) X(LKEY_ACCESS) X(LOCAL_FAULT) \
+	X(LOCAL_LEN) X(NAK_INV_REQ) X(NAK_ACCESS) X(NAK_OP) X(RETRY_EXC) X(RNR_EXC) \
+	X(RECV_TOO_SMALL) X(BAD_RESPONSE)
+enum nic_vendor_err {
+#define NIC_VERR_ENUM_(n) NIC_VERR_##n,
+	NIC_VENDOR_ERRS(NIC_VERR_ENUM_)
+#undef NIC_VERR_ENUM_
+};
+const char *nic_vendor_err_str(unsigned v);
+
+#endif

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/* Private layout of the NIC model, shared by nic/ sources only. */
+#ifndef ODPEMU_NIC_INT_H
+#define ODPEMU_NIC_INT_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nic.h"
+#include "roce.h"
+
+#define NIC_MAX_SGE		32
+#define NIC_MAX_INLINE		256
+#define NIC_PKT_MAX		(4096 + 128)	/* largest packet: PMTU + headers + ICRC */
+#define NIC_QPN_FIRST		0x11u		/* below: reserved (QP0/QP1 and friends) */
+#define NIC_MR_SLOTS		(1u << 16)	/* key = slot << 8 | variant */
+#define NIC_GRH_LEN		40
+#define NIC_PAGE_MASK		(IOPT_PAGE_SIZE - 1)
+#define NIC_ACKREQ_EVERY	64		/* AckReq inside long messages */
+
+struct nic_list {
+	struct nic_list *prev, *next;
+};
+
+static inline void nic_list_init(struct nic_list *h) { h->prev = h->next = h; }
+static inline bool nic_list_empty(const struct nic_list *h) { return h->next == h; }
+static inline void nic_list_add_tail(struct nic_list *h, struct nic_list *n)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+static inline void nic_list_del(struct nic_list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = n;
+}
+#define nic_container_of(p, type, member) \
+	((type *)(void *)((char *)(p) - offsetof(type, member)))
+
+struct nic_pd {
+	struct nic *nic;
+	uint32_t client;
+	unsigned users;		/* MRs, QPs, SRQs */
+};
+
+struct nic_mr {
+	struct nic_pd *pd;
+	uint32_t key;		/* lkey == rkey */
+	uint64_t va, len;	/* implicit: 0, IOPT_VA_END */
+	unsigned access;
+	bool odp, implicit, dead;
+	bool remote_invalid;	/* SEND_WITH_INVALIDATE named it: no more remote access */
+	struct iopt *iopt;
+	struct nic_list link;	/* nic->mrs or nic->zombies */
+};
+
+struct nic_cqe_ring {
+	struct nic_wc *wc;
+	unsigned size, head, count;
+};
+
+struct nic_cq {
+	struct nic *nic;
+	struct nic_cqe_ring ring;
+	unsigned users;
+	bool armed, armed_solicited, error;
+};
+
+/* A receive WQE (RQ or SRQ). */
+struct nic_rwqe {
+	uint64_t wr_id;
+	unsigned num_sge;
+	struct nic_sge sge[NIC_MAX_SGE];
+};
+
+struct nic_rq {
+	struct nic_rwqe *wqe;
+	unsigned size, head, count, max_sge;
+};
+
+struct nic_srq {
+	struct nic_pd *pd;
+	struct nic_rq rq;
+	unsigned limit;		/* armed when > 0 */
+	unsigned users;
+};
+
+enum nic_swqe_state {
+	NIC_SWQE_POSTED,	/* not sent yet */
+	NIC_SWQE_SENDING,	/* some packets sent */
+	NIC_SWQE_SENT,		/* all packets sent, awaiting ACK / response */
+	NIC_SWQE_DONE,		/* completed (status set), awaiting in-order retirement */
+};
+
+struct nic_swqe {
+	struct nic_send_wr wr;		/* sg_list points at sge (or nothing: inline) */
+	struct nic_sge sge[NIC_MAX_SGE];
+	uint8_t inline_data[NIC_MAX_INLINE];
+	uint32_t length;		/* total bytes of the message */
+	uint32_t first_psn, npkts;	/* assigned when the first packet goes out */
+	bool psn_assigned;
+	uint32_t sent;			/* bytes sent (request) or requested (READ) */
+	uint32_t landed;		/* READ: bytes of response landed */
+	enum nic_swqe_state state;
+	enum odpemu_wc_status status;
+	unsigned vendor_err;
+	bool signaled;
+};
+
+/* Absolute, ever-increasing positions; slot = position % size. */
+struct nic_sq {
+	struct nic_swqe *wqe;
+	unsigned size, max_sge, max_inline;
+	uint64_t head;		/* oldest not retired */
+	uint64_t next;		/* next to send from (head <= next <= tail) */
+	uint64_t tail;		/* next free */
+};
+
+static inline struct nic_swqe *nic_sq_at(const struct nic_sq *sq, uint64_t pos)
+{
+	return &sq->wqe[pos % sq->size];
+}
+
+/* A responder resource: a READ or atomic kept for duplicate replay (IBA 9.7.5.1.4). */
+struct nic_rsrc {
+	uint8_t opcode;		/* ROCE_OP_* of the request; 0: free */
+	uint32_t psn, last_psn;
+	uint64_t va;
+	uint32_t rkey, len;
+	uint64_t orig;		/* atomic: original value returned */
+	uint8_t syndrome;	/* atomic: the ACK syndrome sent */
+};
+
+/* A packet held behind a responder page fault (stall policy). */
+struct nic_held {
+	uint32_t len;
+	uint8_t buf[NIC_PKT_MAX];
+};
+
+struct nic_resp {
+	uint32_t epsn, msn;
+	bool nak_sent;			/* sequence NAK sent for the current gap */
+	/* message in progress */
+	bool in_send, in_write;
+	struct nic_rwqe rwqe;		/* SEND: the receive WQE being filled */
+	bool rwqe_from_srq;
+	uint32_t recv_off;		/* SEND: bytes placed so far */
+	uint64_t write_va;		/* WRITE: next va */
+	struct nic_mr *write_mr;	/* valid while write_mr_key still finds it */
+	uint32_t write_mr_key;
+	uint32_t write_resid, write_total;
+	/* READ/atomic resources, a ring of max_dest_rd_atomic */
+	struct nic_rsrc *rsrc;
+	unsigned nrsrc, rsrc_next;
+	/* READ response generation in progress (one at a time, from rsrc) */
+	/* ODP stall */
+	struct iopt_waiter waiter;
+	struct iopt *fault_dom;		/* where waiter is registered */
+	bool faulting;			/* a fault is outstanding for the head held packet */
+	int fault_err;			/* the fault failed: the next DMA reports it */
+	struct nic_held *held;
+	unsigned nheld, held_head, held_cap;
+	/* an error to report once the QP goes to ERR */
+};
+
+struct nic_req {
+	uint32_t psn;			/* next PSN to send */
+	uint32_t una;			/* oldest unacknowledged PSN */
+	uint32_t max_sent;		/* one past the highest PSN ever sent */
+	unsigned rd_atomic_out;		/* READ/atomic WQEs sent and not completed */
+	uint64_t ack_deadline;		/* UINT64_MAX: off */
+	uint64_t rnr_deadline;		/* UINT64_MAX: off */
+	unsigned retry_left, rnr_left;
+	bool waiting_rnr;
+	/* requester-side ODP fault on a local SGE */
+	struct iopt_waiter waiter;
+	struct iopt *fault_dom;
+	bool faulting;
+	int fault_err;
+	/* go-back-N point when a retransmission is pending */
+	bool need_retry;
+	uint32_t retry_psn;
+};
+
+struct nic_qp {
+	struct nic_pd *pd;
+	struct nic *nic;
+	uint32_t qpn;
+	enum odpemu_qp_type type;
+	enum odpemu_qp_state state;
+	struct nic_qp_attr attr;	/* last values set by modify */
+	struct nic_qp_init init;
+	struct nic_cq *scq, *rcq;
+	struct nic_srq *srq;
+	struct nic_sq sq;
+	struct nic_rq rq;
+	struct nic_req req;
+	struct nic_resp resp;
+	struct nic_qp_counters ctr;
+	unsigned pmtu;			/* bytes */
+	bool runnable;			/* on nic->run */
+	bool sq_drained_event_pending;
+	struct nic_list link;		/* nic->qps */
+	struct nic_list run_link;	/* nic->run */
+	struct nic_qp *hash_next;
+};
+
+#define NIC_QP_HASH 1024
+
+struct nic {
+	struct nic_config cfg;
+	struct nic_device_attr attr;
+	struct iopt_fq *fq;
+	uint32_t next_qpn;
+	struct nic_qp *qp_hash[NIC_QP_HASH];
+	struct nic_mr **mr_slot;	/* NIC_MR_SLOTS entries */
+	uint8_t *mr_variant;		/* per slot: bumps on each registration */
+	uint32_t mr_next_slot;
+	struct nic_list qps, mrs, zombies, run;
+	struct nic_counters ctr;
+	uint64_t now;			/* of the current entry point */
+	unsigned depth;			/* re-entrancy guard for run_queue */
+	uint8_t pkt[NIC_PKT_MAX];	/* transmit scratch */
+};
+
+/* device.c */
+void nic_qp_schedule(struct nic_qp *qp);
+void nic_run(struct nic *nic);
+void nic_pump_faults(struct nic *nic);
+void nic_event(struct nic *nic, enum odpemu_event_type type, struct nic_qp *qp,
+	       struct nic_cq *cq, struct nic_srq *srq, struct nic_mr *mr);
+struct nic_qp *nic_qp_lookup(struct nic *nic, uint32_t qpn);
+
+/* mr.c */
+struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key);
+void nic_mr_reap(struct nic *nic);
+
+/* cq.c */
+void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited);
+
+/* srq.c / rq */
+int nic_rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge);
+bool nic_rq_take(struct nic_rq *rq, struct nic_rwqe *out);
+const struct nic_rwqe *nic_rq_peek(const struct nic_rq *rq);
+int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct nic_device_attr *a);
+void nic_srq_check_limit(struct nic_srq *srq);
+
+/* qp.c */
+void nic_qp_to_err(struct nic_qp *qp);
+void nic_qp_flush(struct nic_qp *qp);
+void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
+		       unsigned verr);
+void nic_recv_complete(struct nic_qp *qp, const struct nic_wc *wc, bool solicited);
+enum odpemu_wc_opcode nic_wc_opcode_of(enum odpemu_wr_opcode op);
+void nic_qp_hash_add(struct nic *nic, struct nic_qp *qp);
+void nic_qp_hash_del(struct nic *nic, struct nic_qp *qp);
+
+/* dma.c: copy between a local SGE list or an MR range and a buffer, through the IOPT. */
+enum nic_dma_result {
+	NIC_DMA_OK = 0,
+	NIC_DMA_FAULT,		/* a page is missing: fault raised (see *fault_va) */
+	NIC_DMA_BAD_KEY,	/* no such key / dead MR / wrong PD */
+	NIC_DMA_RANGE,		/* outside the MR */
+	NIC_DMA_ACCESS,		/* MR access flags forbid it */
+	NIC_DMA_HOST,		/* the host said -EFAULT, or the fault failed */
+};
+struct nic_dma_ctx {
+	struct nic_qp *qp;
+	struct iopt_waiter *waiter;	/* NULL: fire-and-forget fault (RNR policy) */
+	bool no_fault;			/* report a miss as NIC_DMA_HOST (fault failed) */
+	bool faulted;			/* a fault was raised (on dom) */
+	struct iopt *dom;
+};
+enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+			       void *buf, uint32_t len, bool to_mem, unsigned iopt_access);
+enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge,
+				unsigned num_sge, uint32_t off, void *buf, uint32_t len,
+				bool to_mem);
+enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+				   enum odpemu_wr_opcode op, uint64_t compare_add,
+				   uint64_t swap, uint64_t *orig);
+uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge);
+
+/* wire.c */
+int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+	     const void *payload, uint32_t len);
+bool nic_icrc_ok_from(const struct nic *nic, const struct nic_gid *src, uint16_t sport,
+		      const uint8_t *pkt, size_t len);
+
+/* req.c / comp.c / resp.c */
+void nic_req_run(struct nic_qp *qp);
+void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt);
+void nic_comp_tick(struct nic_qp *qp, uint64_t now);
+void nic_comp_retire(struct nic_qp *qp);
+void nic_req_rewind(struct nic_qp *qp, uint32_t psn);
+enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+				  uint32_t len, unsigned access);
+struct nic_gid nic_qp_dgid(const struct nic_qp *qp);
+void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
+void nic_resp_run(struct nic_qp *qp);
+void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
+
+static inline uint64_t nic_ack_timeout_ns(uint8_t timeout)
+{
+	/* IBA 11.2.4.2: 4.096 us * 2^timeout; 0 = infinite. Capped to keep the shift sane. */
+	return timeout ? 4096ull << (timeout > 31 ? 31 : timeout) : UINT64_MAX;
+}
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* Doorbells: post_send / post_recv check a work request and copy it into the queue (the
+ * caller's WR and SGE arrays may be reused at once, as with ibv_post_send). */
+#include "nic_int.h"
+
+static bool opcode_ok(enum odpemu_qp_type type, enum odpemu_wr_opcode op)
+{
+	if (type == ODPEMU_QPT_UD)
+		return op == ODPEMU_WR_SEND || op == ODPEMU_WR_SEND_WITH_IMM;
+	switch (op) {
+	case ODPEMU_WR_RDMA_WRITE: case ODPEMU_WR_RDMA_WRITE_WITH_IMM: case ODPEMU_WR_SEND:
+	case ODPEMU_WR_SEND_WITH_IMM: case ODPEMU_WR_RDMA_READ: case ODPEMU_WR_ATOMIC_CMP_AND_SWP:
+	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: case ODPEMU_WR_SEND_WITH_INV: case ODPEMU_WR_FLUSH:
+	case ODPEMU_WR_ATOMIC_WRITE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_atomic(enum odpemu_wr_opcode op)
+{
+	return op == ODPEMU_WR_ATOMIC_CMP_AND_SWP || op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Shape rules of the verbs spec: atomics target one aligned 8-byte word and land 8 bytes
+ * locally; ATOMIC_WRITE carries 8 bytes; FLUSH carries none; a message is at most 2^31. */
+static int check_wr(const struct nic_qp *qp, const struct nic_send_wr *wr, uint32_t len)
+{
+	bool inl = wr->send_flags & ODPEMU_SEND_INLINE;
+
+	if (!opcode_ok(qp->type, wr->opcode) || wr->num_sge > qp->sq.max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	if (wr->send_flags & ~(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED |
+			       ODPEMU_SEND_INLINE))
+		return -EINVAL;
+	if (inl && (len > qp->sq.max_inline || wr->opcode == ODPEMU_WR_RDMA_READ ||
+		    is_atomic(wr->opcode)))
+		return -EINVAL;
+	if (len > ROCE_RETH_MAX_LEN)
+		return -EINVAL;
+	if (is_atomic(wr->opcode) && (len != 8 || (wr->remote_addr & 7)))
+		return -EINVAL;
+	if (wr->opcode == ODPEMU_WR_ATOMIC_WRITE && (len != 8 || (wr->remote_addr & 7)))
+		return -EINVAL;
+	if (wr->opcode == ODPEMU_WR_FLUSH && (wr->num_sge || !wr->flush_type ||
+	    (wr->flush_type & ~ROCE_FETH_PLT_MASK) || wr->flush_level > ROCE_FETH_SEL_MAX))
+		return -EINVAL;
+	if (qp->type == ODPEMU_QPT_UD && len > qp->pmtu)
+		return -EINVAL;
+	return 0;
+}
+
+uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge)
+{
+	uint64_t t = 0;
+
+	for (unsigned i = 0; i < num_sge; i++)
+		t += sge[i].length;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+static void copy_wqe(struct nic_qp *qp, struct nic_swqe *w, const struct nic_send_wr *wr,
+		     uint32_t len)
+{
+	memset(w, 0, offsetof(struct nic_swqe, inline_data));
+	w->wr = *wr;
+	w->length = len;
+	w->signaled = qp->init.sq_sig_all || (wr->send_flags & ODPEMU_SEND_SIGNALED);
+	if (wr->send_flags & ODPEMU_SEND_INLINE) {
+		uint32_t off = 0;
+
+		for (unsigned i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		w->wr.num_sge = 0;
+	} else {
+		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	}
+	w->wr.sg_list = w->sge;
+	w->state = NIC_SWQE_POSTED;
+}
+
+int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
+{
+	struct nic_swqe *w;
+	uint32_t len;
+	int rc;
+
+	if (!qp || !wr)
+		return -EINVAL;
+	if (qp->state == ODPEMU_QPS_RESET || qp->state == ODPEMU_QPS_INIT ||
+	    qp->state == ODPEMU_QPS_RTR)
+		return -EPERM;		/* IBA 10.8.2: posting before RTS is an immediate error */
+	len = wr->num_sge ? nic_sge_total(wr->sg_list, wr->num_sge) : 0;
+	if (wr->opcode == ODPEMU_WR_FLUSH)
+		len = wr->flush_len;
+	rc = check_wr(qp, wr, len);
+	if (rc)
+		return rc;
+	if (qp->sq.tail - qp->sq.head == qp->sq.size)
+		return -ENOMEM;
+	w = nic_sq_at(&qp->sq, qp->sq.tail);
+	copy_wqe(qp, w, wr, len);
+	qp->sq.tail++;
+	qp->nic->now = now;
+	if (qp->state == ODPEMU_QPS_ERR) {
+		nic_qp_flush(qp);
+		return 0;
+	}
+	nic_qp_schedule(qp);
+	nic_run(qp->nic);
+	return 0;
+}
+
+int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now)
+{
+	int rc;
+
+	if (!qp)
+		return -EINVAL;
+	if (qp->srq)
+		return -EINVAL;		/* receives go to the SRQ */
+	if (qp->state == ODPEMU_QPS_RESET)
+		return -EPERM;
+	rc = nic_rq_post(&qp->rq, wr, &qp->nic->attr);
+	if (rc)
+		return rc;
+	qp->nic->now = now;
+	if (qp->state == ODPEMU_QPS_ERR)
+		nic_qp_flush(qp);
+	return 0;
+}

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* Queue pairs: creation, the modify-QP state machine (rules in qp_attr.c), the error state
+ * and its flush (IBA 10.3.1: every outstanding WR completes with WR_FLUSH_ERR). */
+#include "nic_int.h"
+
+static int check_init(const struct nic *nic, const struct nic_qp_init *in)
+{
+	const struct nic_device_attr *a = &nic->attr;
+
+	if (in->type != ODPEMU_QPT_RC && in->type != ODPEMU_QPT_UD)
+		return -EOPNOTSUPP;
+	if (!in->send_cq || !in->recv_cq || in->send_cq->nic != nic || in->recv_cq->nic != nic)
+		return -EINVAL;
+	if (!in->max_send_wr || in->max_send_wr > a->max_qp_wr ||
+	    in->max_send_sge > a->max_sge || in->max_send_sge > NIC_MAX_SGE ||
+	    in->max_inline_data > a->max_inline_data || in->max_inline_data > NIC_MAX_INLINE)
+		return -EINVAL;
+	if (!in->srq && (!in->max_recv_wr || in->max_recv_wr > a->max_qp_wr ||
+			 in->max_recv_sge > a->max_sge || in->max_recv_sge > NIC_MAX_SGE))
+		return -EINVAL;
+	if (in->fault_policy != NIC_FAULT_STALL && in->fault_policy != NIC_FAULT_RNR)
+		return -EINVAL;
+	return 0;
+}
+
+static void qp_free(struct nic_qp *qp)
+{
+	free(qp->sq.wqe);
+	free(qp->rq.wqe);
+	free(qp->resp.rsrc);
+	free(qp->resp.held);
+	free(qp);
+}
+
+static uint32_t alloc_qpn(struct nic *nic)
+{
+	for (;;) {
+		uint32_t qpn = nic->next_qpn;
+
+		nic->next_qpn = qpn + 1 > ROCE_QPN_MASK ? NIC_QPN_FIRST : qpn + 1;
+		if (!nic_qp_lookup(nic, qpn))
+			return qpn;
+	}
+}
+
+int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp **out)
+{
+	struct nic *nic = pd ? pd->nic : NULL;
+	struct nic_qp *qp;
+	int rc;
+
+	if (!pd || !in || !out)
+		return -EINVAL;
+	rc = check_init(nic, in);
+	if (rc)
+		return rc;
+	if (nic->ctr.qps >= nic->attr.max_qp)
+		return -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->sq.wqe = calloc(in->max_send_wr, sizeof(*qp->sq.wqe));
+	qp->resp.held = calloc(nic->cfg.stall_queue, sizeof(*qp->resp.held));
+	rc = (qp->sq.wqe && qp->resp.held) ? 0 : -ENOMEM;
+	if (!rc && !in->srq)
+		rc = nic_rq_init(&qp->rq, in->max_recv_wr, in->max_recv_sge);
+	if (rc) {
+		qp_free(qp);
+		return rc;
+	}
+	qp->pd = pd;
+	qp->nic = nic;
+	qp->type = in->type;
+	qp->init = *in;
+	qp->scq = in->send_cq;
+	qp->rcq = in->recv_cq;
+	qp->srq = in->srq;
+	qp->sq.size = in->max_send_wr;
+	qp->sq.max_sge = in->max_send_sge;
+	qp->sq.max_inline = in->max_inline_data;
+	qp->resp.held_cap = nic->cfg.stall_queue;
+	qp->state = ODPEMU_QPS_RESET;
+	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
+	qp->qpn = alloc_qpn(nic);
+	nic_qp_hash_add(nic, qp);
+	nic_list_add_tail(&nic->qps, &qp->link);
+	nic_list_init(&qp->run_link);
+	qp->scq->users++;
+	qp->rcq->users++;
+	if (qp->srq)
+		qp->srq->users++;
+	pd->users++;
+	nic->ctr.qps++;
+	*out = qp;
+	return 0;
+}
+
+/* Cancel the QP's fault waiters: their requests may outlive it. */
+static void cancel_waiters(struct nic_qp *qp)
+{
+	if (qp->resp.faulting)
+		(void)iopt_waiter_cancel(qp->resp.fault_dom, &qp->resp.waiter);
+	if (qp->req.faulting)
+		(void)iopt_waiter_cancel(qp->req.fault_dom, &qp->req.waiter);
+	qp->resp.faulting = qp->req.faulting = false;
+}
+
+int nic_qp_destroy(struct nic_qp *qp)
+{
+	struct nic *nic;
+
+	if (!qp)
+		return -EINVAL;
+	nic = qp->nic;
+	cancel_waiters(qp);
+	if (qp->runnable)
+		nic_list_del(&qp->run_link);
+	nic_list_del(&qp->link);
+	nic_qp_hash_del(nic, qp);
+	qp->scq->users--;
+	qp->rcq->users--;
+	if (qp->srq)
+		qp->srq->users--;
+	qp->pd->users--;
+	nic->ctr.qps--;
+	qp_free(qp);
+	return 0;
+}
+
+uint32_t nic_qp_num(const struct nic_qp *qp) { return qp->qpn; }
+enum odpemu_qp_state nic_qp_state(const struct nic_qp *qp) { return qp->state; }
+
+int nic_qp_query(const struct nic_qp *qp, struct nic_qp_attr *attr)
+{
+	if (!qp || !attr)
+		return -EINVAL;
+	*attr = qp->attr;
+	attr->qp_state = attr->cur_qp_state = qp->state;
+	attr->sq_psn = qp->req.psn;
+	attr->rq_psn = qp->resp.epsn;
+	return 0;
+}
+
+int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out)
+{
+	if (!qp || !out)
+		return -EINVAL;
+	*out = qp->ctr;
+	return 0;
+}
+
+/* ---- completions ---- */
+
+enum odpemu_wc_opcode nic_wc_opcode_of(enum odpemu_wr_opcode op)
+{
+	switch (op) {
+	case ODPEMU_WR_RDMA_WRITE:
+	case ODPEMU_WR_RDMA_WRITE_WITH_IMM: return ODPEMU_WC_RDMA_WRITE;
+	case ODPEMU_WR_RDMA_READ: return ODPEMU_WC_RDMA_READ;
+	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: return ODPEMU_WC_COMP_SWAP;
+	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: return ODPEMU_WC_FETCH_ADD;
+	case ODPEMU_WR_LOCAL_INV: return ODPEMU_WC_LOCAL_INV;
+	case ODPEMU_WR_FLUSH: return ODPEMU_WC_FLUSH;
+	case ODPEMU_WR_ATOMIC_WRITE: return ODPEMU_WC_ATOMIC_WRITE;
+	default: return ODPEMU_WC_SEND;
+	}
+}
+
+/* Mark w done with st; retirement in order (and the CQE) happens in nic_comp_retire. An
+ * error moves the QP to ERR, which flushes everything behind w. */
+void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
+		       unsigned verr)
+{
+	if (w->state == NIC_SWQE_DONE)
+		return;
+	w->state = NIC_SWQE_DONE;
+	w->status = st;
+	w->vendor_err = verr;
+	if (w->wr.opcode == ODPEMU_WR_RDMA_READ || w->wr.opcode == ODPEMU_WR_ATOMIC_CMP_AND_SWP ||
+	    w->wr.opcode == ODPEMU_WR_ATOMIC_FETCH_AND_ADD) {
+		if (qp->req.rd_atomic_out)
+			qp->req.rd_atomic_out--;
+	}
+	nic_comp_retire(qp);
+	if (st != ODPEMU_WC_SUCCESS && st != ODPEMU_WC_WR_FLUSH_ERR)
+		nic_qp_to_err(qp);
+}
+
+void nic_recv_complete(struct nic_qp *qp, const struct nic_wc *wc, bool solicited)
+{
+	nic_cq_push(qp->rcq, wc, solicited);
+}
+
+/* Flush-in-error: every WQE not yet done completes WR_FLUSH_ERR, in order (IBA 10.3.1). */
+void nic_qp_flush(struct nic_qp *qp)
+{
+	struct nic_rwqe r;
+
+	for (uint64_t i = qp->sq.head; i < qp->sq.tail; i++) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, i);
+
+		if (w->state != NIC_SWQE_DONE) {
+			w->state = NIC_SWQE_DONE;
+			w->status = ODPEMU_WC_WR_FLUSH_ERR;
+			w->vendor_err = NIC_VERR_FLUSH;
+		}
+	}
+	qp->req.rd_atomic_out = 0;
+	nic_comp_retire(qp);
+	while (!qp->srq && nic_rq_take(&qp->rq, &r)) {
+		struct nic_wc wc = { .wr_id = r.wr_id, .status = ODPEMU_WC_WR_FLUSH_ERR,
+			.opcode = ODPEMU_WC_RECV, .qp_num = qp->qpn,
+			.vendor_err = NIC_VERR_FLUSH };
+
+		nic_recv_complete(qp, &wc, false);
+	}
+}
+
+static void stop_engines(struct nic_qp *qp)
+{
+	cancel_waiters(qp);
+	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
+	qp->req.waiting_rnr = qp->req.need_retry = false;
+	qp->resp.nheld = 0;
+	qp->resp.in_send = qp->resp.in_write = false;
+}
+
+void nic_qp_to_err(struct nic_qp *qp)
+{
+	bool was_err = qp->state == ODPEMU_QPS_ERR;
+
+	qp->state = ODPEMU_QPS_ERR;
+	if (!was_err) {
+		stop_engines(qp);
+		if (qp->srq)
+			nic_event(qp->nic, ODPEMU_EVENT_QP_LAST_WQE_REACHED, qp, NULL, NULL, NULL);
+	}
+	nic_qp_flush(qp);
+}
+
+/* ---- modify ---- */
+
+static void to_reset(struct nic_qp *qp)
+{
+	stop_engines(qp);
+	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
+	qp->rq.head = qp->rq.count = 0;
+	memset(&qp->req, 0, sizeof(qp->req));
+	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
+	free(qp->resp.rsrc);
+	qp->resp.rsrc = NULL;
+	qp->resp.nrsrc = 0;
+	qp->resp.epsn = qp->resp.msn = 0;
+	qp->resp.nak_sent = false;
+}
+
+static int alloc_rsrc(struct nic_qp *qp, unsigned n)
+{
+	struct nic_rsrc *r = calloc(n ? n : 1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	free(qp->resp.rsrc);
+	qp->resp.rsrc = r;
+	qp->resp.nrsrc = n ? n : 1;
+	qp->resp.rsrc_next = 0;
+	return 0;
+}
+
+static void apply(struct nic_qp *qp, const struct nic_qp_attr *a, unsigned mask)
+{
+	struct nic_qp_attr *q = &qp->attr;
+
+#define TAKE_(bit, field) do { if (mask & (bit)) q->field = a->field; } while (0)
+	TAKE_(ODPEMU_QP_ACCESS_FLAGS, qp_access_flags);
+	TAKE_(ODPEMU_QP_PKEY_INDEX, pkey_index);
+	TAKE_(ODPEMU_QP_PORT, port_num);
+	TAKE_(ODPEMU_QP_QKEY, qkey);
+	TAKE_(ODPEMU_QP_AV, ah_attr);
+	TAKE_(ODPEMU_QP_PATH_MTU, path_mtu);
+	TAKE_(ODPEMU_QP_TIMEOUT, timeout);
+	TAKE_(ODPEMU_QP_RETRY_CNT, retry_cnt);
+	TAKE_(ODPEMU_QP_RNR_RETRY, rnr_retry);
+	TAKE_(ODPEMU_QP_MAX_QP_RD_ATOMIC, max_rd_atomic);
+	TAKE_(ODPEMU_QP_MIN_RNR_TIMER, min_rnr_timer);
+	TAKE_(ODPEMU_QP_MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+	TAKE_(ODPEMU_QP_DEST_QPN, dest_qp_num);
+	TAKE_(ODPEMU_QP_EN_SQD_ASYNC_NOTIFY, en_sqd_async_notify);
+#undef TAKE_
+	if (mask & ODPEMU_QP_RQ_PSN) {
+		q->rq_psn = a->rq_psn;
+		qp->resp.epsn = a->rq_psn & ROCE_PSN_MASK;
+	}
+	if (mask & ODPEMU_QP_SQ_PSN) {
+		q->sq_psn = a->sq_psn;
+		qp->req.psn = qp->req.una = qp->req.max_sent = a->sq_psn & ROCE_PSN_MASK;
+	}
+	if (mask & ODPEMU_QP_RETRY_CNT)
+		qp->req.retry_left = a->retry_cnt;
+	if (mask & ODPEMU_QP_RNR_RETRY)
+		qp->req.rnr_left = a->rnr_retry;
+}
+
+static unsigned pmtu_of(const struct nic_qp *qp)
+{
+	enum odpemu_mtu m = qp->nic->cfg.active_mtu;
+
+	if (qp->type != ODPEMU_QPT_UD && qp->attr.path_mtu && qp->attr.path_mtu < m)
+		m = qp->attr.path_mtu;
+	return roce_mtu_bytes((enum roce_mtu)m);
+}
+
+int nic_qp_modify(struct nic_qp *qp, const struct nic_qp_attr *attr, unsigned mask,
+		  uint64_t now, const char **why)
+{
+	struct nic_port_limits port;
+	enum odpemu_qp_state next;
+	const char *w = NULL;
+	int rc;
+
+	if (!why)
+		why = &w;
+	if (!qp || !attr)
+		return -EINVAL;
+	port.active_mtu = qp->nic->cfg.active_mtu;
+	port.gid_count = 1;
+	rc = nic_qp_check_modify(qp->type, qp->state, attr, mask, &qp->nic->attr, &port, why);
+	if (rc)
+		return rc;
+	next = (mask & ODPEMU_QP_STATE) ? attr->qp_state : qp->state;
+	if ((mask & ODPEMU_QP_MAX_DEST_RD_ATOMIC) && alloc_rsrc(qp, attr->max_dest_rd_atomic))
+		return -ENOMEM;
+	qp->nic->now = now;
+	if (next == ODPEMU_QPS_RESET) {
+		to_reset(qp);
+		qp->state = next;
+		return 0;
+	}
+	apply(qp, attr, mask);
+	if (next == ODPEMU_QPS_RTR && !qp->resp.rsrc && alloc_rsrc(qp, 1))
+		return -ENOMEM;
+	qp->pmtu = pmtu_of(qp);
+	if (next == ODPEMU_QPS_ERR) {
+		nic_qp_to_err(qp);
+		return 0;
+	}
+	qp->state = next;
+	if (next == ODPEMU_QPS_RTS || next == ODPEMU_QPS_SQD) {
+		nic_qp_schedule(qp);
+		nic_run(qp->nic);
+	}
+	return 0;
+}
+
+struct nic_gid nic_qp_dgid(const struct nic_qp *qp)
+{
+	struct nic_gid g;
+
+	memcpy(g.raw, qp->attr.ah_attr.dgid, sizeof(g.raw));
+	return g;
+}

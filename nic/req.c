@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester: turns send WQEs into request packets, in order, one PMTU at a time
+ * (IBA 9.7.1-9.7.3; rxe_req.c is the model). A WQE gets its PSNs when its first packet goes
+ * out (a READ takes max(1, ceil(len/PMTU)) PSNs, everything else one per packet) and keeps
+ * them across retransmissions: go-back-N (nic_req_rewind) resends from a PSN with the same
+ * numbering. The window is bounded by cfg.max_inflight packets and by max_rd_atomic
+ * outstanding READ/atomic WQEs; a FENCE WQE waits for earlier READ/atomics.
+ *
+ * A page fault while gathering a local SGE parks the send queue on req.waiter and resumes
+ * the same packet when the fault is answered; a failed fault completes the WQE with
+ * LOC_PROT_ERR.
+ */
+#include "nic_int.h"
+
+static bool is_read_or_atomic(enum odpemu_wr_opcode op)
+{
+	return op == ODPEMU_WR_RDMA_READ || op == ODPEMU_WR_ATOMIC_CMP_AND_SWP ||
+	       op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t npkts_of(const struct nic_qp *qp, const struct nic_swqe *w)
+{
+	switch (w->wr.opcode) {
+	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: case ODPEMU_WR_ATOMIC_FETCH_AND_ADD:
+	case ODPEMU_WR_FLUSH: case ODPEMU_WR_ATOMIC_WRITE:
+		return 1;
+	default:
+		return w->length ? (w->length + qp->pmtu - 1) / qp->pmtu : 1;
+	}
+}
+
+/* Opcode of the packet at byte offset off of a SEND or WRITE message. */
+static uint8_t seg_opcode(const struct nic_swqe *w, uint32_t off, uint32_t n)
+{
+	bool first = off == 0, last = off + n == w->length;
+	bool imm = w->wr.opcode == ODPEMU_WR_SEND_WITH_IMM ||
+		   w->wr.opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = w->wr.opcode == ODPEMU_WR_SEND_WITH_INV;
+
+	if (w->wr.opcode == ODPEMU_WR_RDMA_WRITE || w->wr.opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM) {
+		if (first && last)
+			return imm ? ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_ONLY;
+		if (first)
+			return ROCE_OP_RC_RDMA_WRITE_FIRST;
+		if (!last)
+			return ROCE_OP_RC_RDMA_WRITE_MIDDLE;
+		return imm ? ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_LAST;
+	}
+	if (first && last)
+		return imm ? ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
+		       inv ? ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE : ROCE_OP_RC_SEND_ONLY;
+	if (first)
+		return ROCE_OP_RC_SEND_FIRST;
+	if (!last)
+		return ROCE_OP_RC_SEND_MIDDLE;
+	return imm ? ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE :
+	       inv ? ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE : ROCE_OP_RC_SEND_LAST;
+}
+
+static void xmit(struct nic_qp *qp, const struct roce_hdr *h, const void *payload, uint32_t n)
+{
+	struct nic_gid dst = nic_qp_dgid(qp);
+	uint32_t next = roce_psn_next(h->bth.psn);
+
+	(void)nic_xmit(qp, &dst, h, payload, n);	/* only fails on a bug: sizes are ours */
+	if (roce_psn_diff(next, qp->req.psn) > 0)
+		qp->req.psn = next;
+	if (roce_psn_diff(next, qp->req.max_sent) > 0)
+		qp->req.max_sent = next;
+}
+
+static void base_hdr(const struct nic_qp *qp, struct roce_hdr *h, uint8_t opcode, uint32_t psn)
+{
+	memset(h, 0, sizeof(*h));
+	h->bth.opcode = opcode;
+	h->bth.pkey = ROCE_DEFAULT_PKEY;
+	h->bth.dqpn = qp->attr.dest_qp_num;
+	h->bth.psn = psn & ROCE_PSN_MASK;
+}
+
+/* Gather n bytes of w at off into buf (inline data or local SGEs). */
+static enum nic_dma_result gather(struct nic_qp *qp, struct nic_swqe *w, uint32_t off,
+				  uint8_t *buf, uint32_t n)
+{
+	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->req.waiter,
+		.no_fault = qp->req.fault_err != 0 };
+	enum nic_dma_result res;
+
+	if (w->wr.send_flags & ODPEMU_SEND_INLINE) {
+		memcpy(buf, w->inline_data + off, n);
+		return NIC_DMA_OK;
+	}
+	res = nic_dma_sge(&c, w->wr.sg_list, w->wr.num_sge, off, buf, n, false);
+	qp->req.fault_err = 0;
+	if (res == NIC_DMA_FAULT) {
+		qp->req.faulting = true;
+		qp->req.fault_dom = c.dom;
+		qp->ctr.faults_req++;
+	}
+	return res;
+}
+
+static void arm_ack_timer(struct nic_qp *qp)
+{
+	if (qp->req.ack_deadline == UINT64_MAX)
+		qp->req.ack_deadline = qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
+}
+
+/* A local DMA error: the WQE completes with LOC_PROT_ERR (the QP goes to ERR). */
+static void local_error(struct nic_qp *qp, struct nic_swqe *w, enum nic_dma_result res)
+{
+	unsigned verr = res == NIC_DMA_BAD_KEY ? NIC_VERR_BAD_LKEY :
+			res == NIC_DMA_RANGE ? NIC_VERR_LKEY_RANGE :
+			res == NIC_DMA_ACCESS ? NIC_VERR_LKEY_ACCESS : NIC_VERR_LOCAL_FAULT;
+
+	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, verr);
+}
+
+/* Send the next packet of a SEND/WRITE/ATOMIC_WRITE. false: stopped (fault or error). */
+static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
+{
+	uint8_t buf[NIC_PKT_MAX];
+	uint32_t off = w->sent, n = w->length - off < qp->pmtu ? w->length - off : qp->pmtu;
+	uint32_t k = off / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
+	uint8_t op = w->wr.opcode == ODPEMU_WR_ATOMIC_WRITE ? ROCE_OP_RC_ATOMIC_WRITE :
+		     seg_opcode(w, off, n);
+	enum nic_dma_result res = gather(qp, w, off, buf, n);
+	struct roce_hdr h;
+
+	if (res == NIC_DMA_FAULT)
+		return false;
+	if (res != NIC_DMA_OK) {
+		local_error(qp, w, res);
+		return false;
+	}
+	base_hdr(qp, &h, op, psn);
+	h.bth.se = (w->wr.send_flags & ODPEMU_SEND_SOLICITED) && off + n == w->length;
+	h.bth.ackreq = off + n == w->length || (k + 1) % NIC_ACKREQ_EVERY == 0;
+	if (roce_opcode_table[op].mask & ROCE_M_RETH)
+		h.reth = (struct roce_reth){ w->wr.remote_addr, w->wr.rkey, w->length };
+	h.imm = w->wr.imm_data;
+	h.ieth_rkey = w->wr.imm_data;
+	xmit(qp, &h, buf, n);
+	return true;
+}
+
+/* Requests with no local data: READ (for the part not yet answered), atomics, FLUSH. */
+static void send_request(struct nic_qp *qp, struct nic_swqe *w)
+{
+	uint32_t k = w->sent / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
+	struct roce_hdr h;
+	uint8_t op;
+
+	switch (w->wr.opcode) {
+	case ODPEMU_WR_RDMA_READ: op = ROCE_OP_RC_RDMA_READ_REQUEST; break;
+	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: op = ROCE_OP_RC_COMPARE_SWAP; break;
+	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: op = ROCE_OP_RC_FETCH_ADD; break;
+	default: op = ROCE_OP_RC_FLUSH; break;
+	}
+	base_hdr(qp, &h, op, psn);
+	h.bth.ackreq = true;
+	h.reth = (struct roce_reth){ w->wr.remote_addr + w->sent, w->wr.rkey, w->length - w->sent };
+	h.atmeth = (struct roce_atmeth){ w->wr.remote_addr, w->wr.rkey, w->wr.compare_add,
+		w->wr.swap };
+	if (w->wr.opcode == ODPEMU_WR_ATOMIC_CMP_AND_SWP) {
+		h.atmeth.swap_add = w->wr.swap;
+		h.atmeth.compare = w->wr.compare_add;
+	}
+	h.feth = (struct roce_feth){ w->wr.flush_level, w->wr.flush_type };
+	xmit(qp, &h, NULL, 0);
+}
+
+/* UD: one packet per WQE, complete once sent (IBA 9.8: unreliable, no ACK). */
+static bool send_ud(struct nic_qp *qp, struct nic_swqe *w)
+{
+	uint8_t buf[NIC_PKT_MAX];
+	enum nic_dma_result res = gather(qp, w, 0, buf, w->length);
+	struct roce_hdr h;
+
+	if (res == NIC_DMA_FAULT)
+		return false;
+	if (res != NIC_DMA_OK) {
+		local_error(qp, w, res);
+		return false;
+	}
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = w->wr.opcode == ODPEMU_WR_SEND_WITH_IMM ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE
+							       : ROCE_OP_UD_SEND_ONLY;
+	h.bth.pkey = ROCE_DEFAULT_PKEY;
+	h.bth.dqpn = w->wr.remote_qpn;
+	h.bth.psn = qp->req.psn;
+	h.bth.se = w->wr.send_flags & ODPEMU_SEND_SOLICITED;
+	/* IBA 10.2.5: a WR Q_Key with the high bit set means "use the QP's Q_Key". */
+	h.deth.qkey = (w->wr.remote_qkey & 0x80000000u) ? qp->attr.qkey : w->wr.remote_qkey;
+	h.deth.sqpn = qp->qpn;
+	h.imm = w->wr.imm_data;
+	nic_xmit(qp, &w->wr.ud_dgid, &h, buf, w->length);
+	qp->req.psn = roce_psn_next(qp->req.psn);
+	nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
+	return true;
+}
+
+/* May w start now? Window, READ/atomic credits, fence. */
+static bool may_start(const struct nic_qp *qp, const struct nic_swqe *w)
+{
+	unsigned max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+
+	if (w->psn_assigned)
+		return true;
+	if (qp->state == ODPEMU_QPS_SQD)
+		return false;	/* SQD: finish what was started, start nothing new */
+	if ((w->wr.send_flags & ODPEMU_SEND_FENCE) && qp->req.rd_atomic_out)
+		return false;
+	if (is_read_or_atomic(w->wr.opcode) && qp->req.rd_atomic_out >= max_rd)
+		return false;
+	return true;
+}
+
+static bool window_open(const struct nic_qp *qp)
+{
+	return (uint32_t)roce_psn_diff(qp->req.psn, qp->req.una) < qp->nic->cfg.max_inflight;
+}
+
+static void assign_psns(struct nic_qp *qp, struct nic_swqe *w)
+{
+	w->first_psn = qp->req.psn;
+	w->npkts = npkts_of(qp, w);
+	w->psn_assigned = true;
+	w->sent = w->landed = 0;
+	if (is_read_or_atomic(w->wr.opcode))
+		qp->req.rd_atomic_out++;
+}
+
+/* Send what w still has to send; false when the queue must stop here (window full, fault,
+ * error). */
+static bool send_wqe(struct nic_qp *qp, struct nic_swqe *w)
+{
+	uint32_t end = roce_psn_add(w->first_psn, w->npkts);
+
+	w->state = NIC_SWQE_SENDING;
+	if (is_read_or_atomic(w->wr.opcode) || w->wr.opcode == ODPEMU_WR_FLUSH) {
+		send_request(qp, w);
+		w->sent = w->length;
+	} else {
+		do {
+			if (!window_open(qp) || !send_segment(qp, w))
+				return false;
+			w->sent += w->length - w->sent < qp->pmtu ? w->length - w->sent : qp->pmtu;
+			arm_ack_timer(qp);
+		} while (w->sent < w->length);
+	}
+	if (roce_psn_diff(end, qp->req.psn) > 0)
+		qp->req.psn = end;
+	if (roce_psn_diff(end, qp->req.max_sent) > 0)
+		qp->req.max_sent = end;
+	w->state = NIC_SWQE_SENT;
+	arm_ack_timer(qp);
+	return true;
+}
+
+static bool requester_blocked(struct nic_qp *qp)
+{
+	if (qp->state != ODPEMU_QPS_RTS && qp->state != ODPEMU_QPS_SQD)
+		return true;
+	if (qp->req.faulting) {
+		int st = atomic_load(&qp->req.waiter.status);
+
+		if (st == IOPT_WAIT_PENDING)
+			return true;
+		qp->req.faulting = false;
+		qp->req.fault_err = st;
+	}
+	return qp->req.waiting_rnr;
+}
+
+void nic_req_run(struct nic_qp *qp)
+{
+	if (requester_blocked(qp))
+		return;
+	if (qp->req.need_retry) {
+		qp->req.need_retry = false;
+		nic_req_rewind(qp, qp->req.retry_psn);
+	}
+	for (unsigned n = 0; qp->sq.next < qp->sq.tail && n < 4096; n++) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, qp->sq.next);
+
+		if (w->state == NIC_SWQE_DONE) {
+			qp->sq.next++;
+			continue;
+		}
+		if (!may_start(qp, w) || !window_open(qp))
+			return;
+		if (qp->type == ODPEMU_QPT_UD) {
+			if (!send_ud(qp, w))
+				return;
+			qp->sq.next++;
+			continue;
+		}
+		if (!w->psn_assigned)
+			assign_psns(qp, w);
+		if (!send_wqe(qp, w))
+			return;
+		qp->sq.next++;
+	}
+	if (qp->sq.next < qp->sq.tail)
+		nic_qp_schedule(qp);	/* more to do: yield to other QPs */
+}
+
+/* Go-back-N: resend from psn (the oldest PSN the responder has not executed). The WQE
+ * holding psn resumes at the matching offset (a READ reissues the unanswered part); the
+ * WQEs after it resend whole. */
+void nic_req_rewind(struct nic_qp *qp, uint32_t psn)
+{
+	for (uint64_t i = qp->sq.head; i < qp->sq.tail; i++) {
+		struct nic_swqe *w = nic_sq_at(&qp->sq, i);
+		int32_t d;
+
+		if (w->state == NIC_SWQE_DONE || !w->psn_assigned)
+			continue;
+		d = roce_psn_diff(psn, w->first_psn);
+		if (d >= (int32_t)w->npkts)
+			continue;
+		if (d < 0)
+			d = 0;
+		qp->sq.next = i;
+		qp->req.psn = roce_psn_add(w->first_psn, (uint32_t)d);
+		qp->ctr.retransmits++;
+		for (uint64_t j = i; j < qp->sq.tail; j++) {
+			struct nic_swqe *v = nic_sq_at(&qp->sq, j);
+
+			if (v->state == NIC_SWQE_DONE || !v->psn_assigned)
+				continue;
+			v->state = NIC_SWQE_SENDING;
+			if (v->wr.opcode == ODPEMU_WR_RDMA_READ)
+				v->sent = v->landed;	/* reissue the unanswered part */
+			else if (j == i && !is_read_or_atomic(v->wr.opcode) &&
+				 v->wr.opcode != ODPEMU_WR_FLUSH)
+				v->sent = (uint32_t)d * qp->pmtu;
+			else
+				v->sent = 0;
+		}
+		nic_qp_schedule(qp);
+		return;
+	}
+}

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder (IBA 9.7.4-9.7.5, rxe_resp.c is the model): PSN check, opcode sequence,
+ * R_Key and access checks, execution through the IO page table, ACK/NAK generation and
+ * duplicate handling (re-ACK; READ replay from the responder resources; atomic replay of
+ * the saved original value without re-executing).
+ *
+ * ODP: a packet whose DMA misses raises a page fault and, per the QP's policy,
+ *  - NIC_FAULT_STALL: is held, and every later packet of the QP queues behind it (bounded by
+ *    cfg.stall_queue; beyond, packets drop and go-back-N recovers); when the fault is
+ *    answered they run in order;
+ *  - NIC_FAULT_RNR: is dropped after an RNR NAK with min_rnr_timer (ConnectX behaviour);
+ *    the requester resends it after the timer.
+ * A failed fault makes the retried DMA fail: NAK remote access error for R_Key targets;
+ * for a receive buffer the receive completes LOC_PROT_ERR and the sender gets NAK remote
+ * operational error (rxe's "class D1e" local error); the responder QP goes to ERR.
+ */
+#include "nic_int.h"
+
+enum verdict {
+	V_DONE,		/* consumed (executed, NAKed or dropped) */
+	V_FAULT,	/* a page fault is outstanding: retry this packet later */
+};
+
+/* ---- sending answers ---- */
+
+static void answer(struct nic_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+		   const void *payload, uint32_t len, uint64_t atmack)
+{
+	struct nic_gid dst = nic_qp_dgid(qp);
+	struct roce_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.bth.opcode = opcode;
+	h.bth.pkey = ROCE_DEFAULT_PKEY;
+	h.bth.dqpn = qp->attr.dest_qp_num;
+	h.bth.psn = psn & ROCE_PSN_MASK;
+	h.aeth.syndrome = syndrome;
+	h.aeth.msn = qp->resp.msn;
+	h.atmack = atmack;
+	(void)nic_xmit(qp, &dst, &h, payload, len);
+}
+
+static void ack(struct nic_qp *qp, uint32_t psn)
+{
+	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_ack(ROCE_CREDIT_INVALID), NULL, 0, 0);
+}
+
+static enum verdict nak(struct nic_qp *qp, uint32_t psn, enum roce_nak_code code)
+{
+	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_nak(code), NULL, 0, 0);
+	if (code != ROCE_NAK_PSN_SEQ_ERR) {
+		/* Class B/C/D errors: the responder QP goes to ERR as well (rxe goto_error). */
+		if (code == ROCE_NAK_REMOTE_ACCESS)
+			nic_event(qp->nic, ODPEMU_EVENT_QP_ACCESS_ERR, qp, NULL, NULL, NULL);
+		else
+			nic_event(qp->nic, ODPEMU_EVENT_QP_FATAL, qp, NULL, NULL, NULL);
+		nic_qp_to_err(qp);
+	}
+	return V_DONE;
+}
+
+static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
+{
+	qp->ctr.rnr_naks_sent++;
+	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_rnr_nak(qp->attr.min_rnr_timer),
+	       NULL, 0, 0);
+	return V_DONE;
+}
+
+/* ---- the fault outcome of a DMA ---- */
+
+static struct nic_dma_ctx dma_ctx(struct nic_qp *qp)
+{
+	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->resp.waiter,
+		.no_fault = qp->resp.fault_err != 0 };
+
+	return c;
+}
+
+static enum verdict faulted(struct nic_qp *qp, const struct nic_dma_ctx *c)
+{
+	qp->resp.faulting = true;
+	qp->resp.fault_dom = c->dom;
+	qp->ctr.faults_resp++;
+	return V_FAULT;
+}
+
+/* ---- R_Key targets ---- */
+
+/* IBA 9.7.5.1.3 / 10.6.3.2: the key must name a live MR of this QP's PD that allows the
+ * access, the QP must allow it, and [va, va+len) must lie inside the MR. */
+static struct nic_mr *rkey_target(struct nic_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+				  unsigned need)
+{
+	struct nic_mr *mr = nic_mr_lookup(qp->nic, rkey);
+
+	if (!mr || mr->pd != qp->pd || mr->remote_invalid || !(mr->access & need))
+		return NULL;
+	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
+		return NULL;
+	return mr;
+}
+
+/* ---- SEND ---- */
+
+static bool take_rwqe(struct nic_qp *qp)
+{
+	bool ok = qp->srq ? nic_rq_take(&qp->srq->rq, &qp->resp.rwqe)
+			  : nic_rq_take(&qp->rq, &qp->resp.rwqe);
+
+	if (ok && qp->srq)
+		nic_srq_check_limit(qp->srq);
+	return ok;
+}
+
+static bool rwqe_available(const struct nic_qp *qp)
+{
+	return qp->srq ? qp->srq->rq.count > 0 : qp->rq.count > 0;
+}
+
+static void complete_recv(struct nic_qp *qp, const struct roce_pkt *pkt,
+			  enum odpemu_wc_status st, enum odpemu_wc_opcode op, uint32_t len,
+			  unsigned verr)
+{
+	struct nic_wc wc = { .wr_id = qp->resp.rwqe.wr_id, .status = st, .opcode = op,
+		.byte_len = len, .qp_num = qp->qpn, .vendor_err = verr,
+		.src_qp = qp->attr.dest_qp_num };
+
+	if (pkt->mask & ROCE_M_IMMDT) {
+		wc.wc_flags |= NIC_WC_WITH_IMM;
+		wc.imm_data = pkt->h.imm;
+	} else if (pkt->mask & ROCE_M_IETH) {
+		wc.wc_flags |= NIC_WC_WITH_INV;
+		wc.imm_data = pkt->h.ieth_rkey;
+	}
+	nic_recv_complete(qp, &wc, pkt->h.bth.se);
+}
+
+/* SEND_WITH_INVALIDATE (IBA 10.6.6.1): the named R_Key stops working for remote access. */
+static bool invalidate_rkey(struct nic_qp *qp, uint32_t rkey)
+{
+	struct nic_mr *mr = nic_mr_lookup(qp->nic, rkey);
+
+	if (!mr || mr->pd != qp->pd)
+		return false;
+	mr->remote_invalid = true;
+	return true;
+}
+
+static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	struct nic_resp *r = &qp->resp;
+	uint32_t psn = pkt->h.bth.psn;
+	struct nic_dma_ctx c = dma_ctx(qp);
+	enum nic_dma_result res;
+
+	if (pkt->mask & ROCE_M_FIRST) {
+		if (!rwqe_available(qp))
+			return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
+		if (!r->in_send) {
+			take_rwqe(qp);
+			r->in_send = true;
+			r->recv_off = 0;
+		}
+	}
+	if (r->recv_off + pkt->payload_len > nic_sge_total(r->rwqe.sge, r->rwqe.num_sge)) {
+		complete_recv(qp, pkt, ODPEMU_WC_LOC_LEN_ERR, ODPEMU_WC_RECV, r->recv_off,
+			      NIC_VERR_RECV_TOO_SMALL);
+		r->in_send = false;
+		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
+	}
+	res = nic_dma_sge(&c, r->rwqe.sge, r->rwqe.num_sge, r->recv_off,
+			  (void *)pkt->payload, pkt->payload_len, true);
+	r->fault_err = 0;
+	if (res == NIC_DMA_FAULT)
+		return faulted(qp, &c);
+	if (res != NIC_DMA_OK) {
+		complete_recv(qp, pkt, ODPEMU_WC_LOC_PROT_ERR, ODPEMU_WC_RECV, r->recv_off,
+			      NIC_VERR_LOCAL_FAULT);
+		r->in_send = false;
+		return nak(qp, psn, ROCE_NAK_REMOTE_OP);
+	}
+	r->recv_off += pkt->payload_len;
+	if (pkt->mask & ROCE_M_LAST) {
+		if ((pkt->mask & ROCE_M_IETH) && !invalidate_rkey(qp, pkt->h.ieth_rkey))
+			return nak(qp, psn, ROCE_NAK_INVALID_REQ);
+		r->in_send = false;
+		r->msn = (r->msn + 1) & ROCE_PSN_MASK;
+		complete_recv(qp, pkt, ODPEMU_WC_SUCCESS, ODPEMU_WC_RECV, r->recv_off,
+			      NIC_VERR_NONE);
+	}
+	return V_DONE;
+}
+
+/* ---- WRITE ---- */
+
+static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	struct nic_resp *r = &qp->resp;
+	uint32_t psn = pkt->h.bth.psn;
+	struct nic_dma_ctx c = dma_ctx(qp);
+	enum nic_dma_result res;
+
+	if ((pkt->mask & ROCE_M_RWQE) && !rwqe_available(qp))
+		return rnr_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
+	if (pkt->mask & ROCE_M_FIRST) {
+		struct nic_mr *mr = pkt->h.reth.len ? rkey_target(qp, pkt->h.reth.rkey,
+			pkt->h.reth.va, pkt->h.reth.len, ODPEMU_ACCESS_REMOTE_WRITE) : NULL;
+
+		if (pkt->h.reth.len && !mr)
+			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+		r->write_mr = mr;
+		r->write_mr_key = pkt->h.reth.rkey;
+		r->write_va = pkt->h.reth.va;
+		r->write_resid = r->write_total = pkt->h.reth.len;
+		r->in_write = true;
+	}
+	if (pkt->payload_len > r->write_resid)
+		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
+	if (pkt->payload_len) {
+		if (nic_mr_lookup(qp->nic, r->write_mr_key) != r->write_mr ||
+		    r->write_mr->remote_invalid)
+			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+		res = nic_dma_mr(&c, r->write_mr, r->write_va, (void *)pkt->payload,
+				 pkt->payload_len, true, IOPT_WRITE);
+		r->fault_err = 0;
+		if (res == NIC_DMA_FAULT)
+			return faulted(qp, &c);
+		if (res != NIC_DMA_OK)
+			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	}
+	r->write_va += pkt->payload_len;
+	r->write_resid -= pkt->payload_len;
+	if (!(pkt->mask & ROCE_M_LAST))
+		return V_DONE;
+	if (r->write_resid)
+		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
+	r->in_write = false;
+	r->msn = (r->msn + 1) & ROCE_PSN_MASK;
+	if (pkt->mask & ROCE_M_RWQE) {
+		take_rwqe(qp);
+		complete_recv(qp, pkt, ODPEMU_WC_SUCCESS, ODPEMU_WC_RECV_RDMA_WITH_IMM,
+			      r->write_total, NIC_VERR_NONE);
+	}
+	return V_DONE;
+}
+
+/* ---- READ, atomics: responder resources ---- */
+
+static struct nic_rsrc *rsrc_new(struct nic_qp *qp)
+{
+	struct nic_rsrc *s = &qp->resp.rsrc[qp->resp.rsrc_next];
+
+	qp->resp.rsrc_next = (qp->resp.rsrc_next + 1) % qp->resp.nrsrc;
+	memset(s, 0, sizeof(*s));
+	return s;
+}
+
+static struct nic_rsrc *rsrc_find(struct nic_qp *qp, uint32_t psn, bool read)
+{
+	for (unsigned i = 0; i < qp->resp.nrsrc; i++) {
+		struct nic_rsrc *s = &qp->resp.rsrc[i];
+
+		if (!s->opcode || (s->opcode == ROCE_OP_RC_RDMA_READ_REQUEST) != read)
+			continue;
+		if (roce_psn_diff(psn, s->psn) >= 0 && roce_psn_diff(psn, s->last_psn) <= 0)
+			return s;
+	}
+	return NULL;
+}
+
+static uint32_t read_npkts(const struct nic_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->pmtu - 1) / qp->pmtu : 1;
+}
+
+/* Send the responses of READ resource s from psn on. false: a fault stopped it first. */
+static enum verdict read_responses(struct nic_qp *qp, const struct nic_rsrc *s, uint32_t psn)
+{
+	uint32_t k = (uint32_t)roce_psn_diff(psn, s->psn), n = read_npkts(qp, s->len);
+	struct nic_mr *mr = nic_mr_lookup(qp->nic, s->rkey);
+	struct nic_dma_ctx c = dma_ctx(qp);
+	uint8_t buf[NIC_PKT_MAX];
+	uint32_t off = k * qp->pmtu;
+	enum nic_dma_result res;
+
+	if (s->len && (!mr || mr->remote_invalid))
+		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	res = s->len ? nic_dma_probe(&c, mr, s->va + off, s->len - off, IOPT_READ) : NIC_DMA_OK;
+	qp->resp.fault_err = 0;
+	if (res == NIC_DMA_FAULT)
+		return faulted(qp, &c);
+	if (res != NIC_DMA_OK)
+		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	for (; k < n; k++, off += qp->pmtu) {
+		uint32_t len = s->len - off < qp->pmtu ? s->len - off : qp->pmtu;
+		uint8_t op = n == 1 ? ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+			     k == 0 ? ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+			     k == n - 1 ? ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+			     ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+
+		if (len && nic_dma_mr(&c, mr, s->va + off, buf, len, false, IOPT_READ) != NIC_DMA_OK)
+			return nak(qp, roce_psn_add(s->psn, k), ROCE_NAK_REMOTE_ACCESS);
+		answer(qp, op, roce_psn_add(s->psn, k), roce_syndrome_ack(ROCE_CREDIT_INVALID),
+		       buf, len, 0);
+	}
+	return V_DONE;
+}
+
+static enum verdict do_read(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	const struct roce_reth *reth = &pkt->h.reth;
+	uint32_t psn = pkt->h.bth.psn, n = read_npkts(qp, reth->len);
+	struct nic_rsrc probe = { ROCE_OP_RC_RDMA_READ_REQUEST, psn, roce_psn_add(psn, n - 1),
+		reth->va, reth->rkey, reth->len, 0, 0 };
+	enum verdict v;
+
+	if (reth->len && !rkey_target(qp, reth->rkey, reth->va, reth->len,
+				      ODPEMU_ACCESS_REMOTE_READ))
+		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	v = read_responses(qp, &probe, psn);
+	if (v == V_FAULT || qp->state == ODPEMU_QPS_ERR)
+		return v;
+	*rsrc_new(qp) = probe;
+	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
+	qp->resp.epsn = roce_psn_add(psn, n);
+	return V_DONE;
+}
+
+static enum verdict do_atomic(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	const struct roce_atmeth *a = &pkt->h.atmeth;
+	bool write = pkt->h.bth.opcode == ROCE_OP_RC_ATOMIC_WRITE;
+	uint64_t va = write ? pkt->h.reth.va : a->va, orig = 0, val = 0;
+	uint32_t psn = pkt->h.bth.psn;
+	struct nic_mr *mr = rkey_target(qp, write ? pkt->h.reth.rkey : a->rkey, va, 8,
+		write ? ODPEMU_ACCESS_REMOTE_WRITE : ODPEMU_ACCESS_REMOTE_ATOMIC);
+	struct nic_dma_ctx c = dma_ctx(qp);
+	enum odpemu_wr_opcode op;
+	enum nic_dma_result res;
+	struct nic_rsrc *s;
+
+	if (!mr || (va & 7))
+		return nak(qp, psn, mr ? ROCE_NAK_INVALID_REQ : ROCE_NAK_REMOTE_ACCESS);
+	if (write)
+		memcpy(&val, pkt->payload, 8);	/* the 8 bytes land as sent */
+	op = write ? ODPEMU_WR_ATOMIC_WRITE : pkt->h.bth.opcode == ROCE_OP_RC_COMPARE_SWAP ?
+	     ODPEMU_WR_ATOMIC_CMP_AND_SWP : ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	res = nic_dma_atomic(&c, mr, va, op, a->compare, write ? val : a->swap_add, &orig);
+	qp->resp.fault_err = 0;
+	if (res == NIC_DMA_FAULT)
+		return faulted(qp, &c);
+	if (res != NIC_DMA_OK)
+		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
+	if (write) {
+		ack(qp, psn);
+		return V_DONE;
+	}
+	s = rsrc_new(qp);
+	*s = (struct nic_rsrc){ pkt->h.bth.opcode, psn, psn, va, a->rkey, 8, orig, 0 };
+	answer(qp, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn, roce_syndrome_ack(ROCE_CREDIT_INVALID),
+	       NULL, 0, orig);
+	return V_DONE;
+}
+
+/* FLUSH (IBA Memory Placement Extensions): host memory is the placement target, so every
+ * earlier write is already visible; check the target and answer. */
+static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	unsigned need = (pkt->h.feth.plt & ROCE_FLUSH_PERSISTENT) ? ODPEMU_ACCESS_FLUSH_PERSISTENT
+								  : ODPEMU_ACCESS_FLUSH_GLOBAL;
+	bool whole = pkt->h.feth.sel == ROCE_FLUSH_SEL_MR;
+	struct nic_mr *mr = nic_mr_lookup(qp->nic, pkt->h.reth.rkey);
+
+	if (!(qp->attr.qp_access_flags & need) || !mr || mr->pd != qp->pd ||
+	    !(mr->access & need) || mr->remote_invalid ||
+	    (!whole && !rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len, need)))
+		return nak(qp, pkt->h.bth.psn, ROCE_NAK_REMOTE_ACCESS);
+	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
+	ack(qp, pkt->h.bth.psn);
+	return V_DONE;
+}
+
+/* ---- duplicates (IBA 9.7.5.1.4) ---- */
+
+static enum verdict duplicate(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	uint32_t psn = pkt->h.bth.psn;
+	struct nic_rsrc *s;
+
+	qp->ctr.dup_requests++;
+	switch (pkt->cls) {
+	case ROCE_CLASS_READ:
+		s = rsrc_find(qp, psn, true);
+		return s ? read_responses(qp, s, psn) : V_DONE;
+	case ROCE_CLASS_ATOMIC:
+		s = rsrc_find(qp, psn, false);
+		if (s)
+			answer(qp, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, psn,
+			       roce_syndrome_ack(ROCE_CREDIT_INVALID), NULL, 0, s->orig);
+		return V_DONE;
+	default:
+		/* SEND/WRITE/ATOMIC_WRITE/FLUSH: already executed; say so (rxe: ACK epsn-1). */
+		if (pkt->h.bth.ackreq)
+			ack(qp, roce_psn_add(qp->resp.epsn, ROCE_PSN_MASK));
+		return V_DONE;
+	}
+}
+
+/* ---- one packet ---- */
+
+/* Opcode sequence (IBA 9.8.3.2): MIDDLE/LAST continue the message in progress; FIRST/ONLY
+ * must not interrupt one. */
+static bool sequence_ok(const struct nic_resp *r, const struct roce_pkt *pkt)
+{
+	bool cont = !(pkt->mask & ROCE_M_FIRST);
+
+	if (pkt->cls == ROCE_CLASS_SEND)
+		return cont ? r->in_send : !r->in_send && !r->in_write;
+	if (pkt->cls == ROCE_CLASS_WRITE)
+		return cont ? r->in_write : !r->in_send && !r->in_write;
+	return !r->in_send && !r->in_write;
+}
+
+static enum verdict execute(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	if (!sequence_ok(&qp->resp, pkt))
+		return nak(qp, pkt->h.bth.psn, ROCE_NAK_INVALID_REQ);
+	switch (pkt->cls) {
+	case ROCE_CLASS_SEND: return do_send(qp, pkt);
+	case ROCE_CLASS_WRITE: return do_write(qp, pkt);
+	case ROCE_CLASS_READ: return do_read(qp, pkt);
+	case ROCE_CLASS_ATOMIC: case ROCE_CLASS_ATOMIC_WRITE: return do_atomic(qp, pkt);
+	case ROCE_CLASS_FLUSH: return do_flush(qp, pkt);
+	default: return nak(qp, pkt->h.bth.psn, ROCE_NAK_INVALID_REQ);
+	}
+}
+
+/* The QP must accept the operation class at all (IBA 10.2.4: remote access flags). */
+static bool qp_allows(const struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	switch (pkt->cls) {
+	case ROCE_CLASS_WRITE: case ROCE_CLASS_ATOMIC_WRITE:
+		return qp->attr.qp_access_flags & ODPEMU_ACCESS_REMOTE_WRITE;
+	case ROCE_CLASS_READ:
+		return qp->attr.qp_access_flags & ODPEMU_ACCESS_REMOTE_READ;
+	case ROCE_CLASS_ATOMIC:
+		return qp->attr.qp_access_flags & ODPEMU_ACCESS_REMOTE_ATOMIC;
+	default:
+		return true;
+	}
+}
+
+static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	struct nic_resp *r = &qp->resp;
+	uint32_t psn = pkt->h.bth.psn;
+	int32_t d = roce_psn_diff(psn, r->epsn);
+	enum verdict v;
+
+	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
+		qp->ctr.drops[NIC_DROP_SEQ_ERR_SILENT]++;
+		if (!r->nak_sent) {
+			r->nak_sent = true;
+			qp->ctr.seq_naks_sent++;
+			answer(qp, ROCE_OP_RC_ACKNOWLEDGE, r->epsn,
+			       roce_syndrome_nak(ROCE_NAK_PSN_SEQ_ERR), NULL, 0, 0);
+		}
+		return V_DONE;
+	}
+	if (d < 0)
+		return duplicate(qp, pkt);
+	r->nak_sent = false;
+	if (!qp_allows(qp, pkt))
+		return nak(qp, psn, pkt->cls == ROCE_CLASS_SEND ? ROCE_NAK_INVALID_REQ
+								 : ROCE_NAK_REMOTE_ACCESS);
+	v = execute(qp, pkt);
+	if (v == V_FAULT || qp->state == ODPEMU_QPS_ERR)
+		return v;
+	if (pkt->cls == ROCE_CLASS_SEND || pkt->cls == ROCE_CLASS_WRITE) {
+		r->epsn = roce_psn_next(psn);
+		if (pkt->h.bth.ackreq)
+			ack(qp, psn);
+	} else if (pkt->cls != ROCE_CLASS_READ) {
+		r->epsn = roce_psn_next(psn);	/* atomics, ATOMIC_WRITE, FLUSH: answered */
+	}
+	return v;
+}
+
+/* ---- the stall queue ---- */
+
+static bool hold(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	struct nic_resp *r = &qp->resp;
+	struct nic_held *h;
+
+	if (r->nheld == r->held_cap) {
+		qp->ctr.stall_drops++;
+		qp->ctr.drops[NIC_DROP_STALL_FULL]++;
+		return false;
+	}
+	h = &r->held[(r->held_head + r->nheld) % r->held_cap];
+	h->len = pkt->len;
+	memcpy(h->buf, pkt->buf, pkt->len);
+	r->nheld++;
+	return true;
+}
+
+/* A fault on a packet, per policy. */
+static void on_fault(struct nic_qp *qp, const struct roce_pkt *pkt, bool from_queue)
+{
+	if (qp->init.fault_policy == NIC_FAULT_RNR) {
+		rnr_nak(qp, pkt->h.bth.psn);
+		return;
+	}
+	qp->ctr.stalls++;
+	if (!from_queue)
+		hold(qp, pkt);
+}
+
+/* If a fault was outstanding, has it been answered? (Sets fault_err on failure.) */
+static bool fault_pending(struct nic_qp *qp)
+{
+	int st;
+
+	if (!qp->resp.faulting)
+		return false;
+	st = atomic_load(&qp->resp.waiter.status);
+	if (st == IOPT_WAIT_PENDING)
+		return true;
+	qp->resp.faulting = false;
+	qp->resp.fault_err = st;
+	return false;
+}
+
+void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src)
+{
+	(void)src;
+	if (qp->type != ODPEMU_QPT_RC || !(pkt->mask & ROCE_M_REQ))
+		return;
+	if (qp->init.fault_policy == NIC_FAULT_STALL && (qp->resp.nheld || qp->resp.faulting)) {
+		hold(qp, pkt);		/* keep order behind the fault */
+		nic_qp_schedule(qp);
+		return;
+	}
+	if (qp->init.fault_policy == NIC_FAULT_RNR && fault_pending(qp) &&
+	    pkt->h.bth.psn == qp->resp.epsn) {
+		rnr_nak(qp, pkt->h.bth.psn);	/* still resolving: ask again later */
+		return;
+	}
+	if (process(qp, pkt) == V_FAULT)
+		on_fault(qp, pkt, false);
+}
+
+/* Resume the packets held behind an answered fault, in order. */
+void nic_resp_run(struct nic_qp *qp)
+{
+	struct nic_resp *r = &qp->resp;
+
+	if (qp->state == ODPEMU_QPS_ERR || qp->state == ODPEMU_QPS_RESET) {
+		r->nheld = 0;
+		return;
+	}
+	while (r->nheld && !fault_pending(qp)) {
+		struct nic_held *h = &r->held[r->held_head];
+		struct roce_pkt pkt;
+
+		if (roce_parse(h->buf, h->len, qp->pmtu, &pkt) == ROCE_R_OK &&
+		    process(qp, &pkt) == V_FAULT) {
+			on_fault(qp, &pkt, true);
+			return;
+		}
+		if (qp->state == ODPEMU_QPS_ERR) {
+			r->nheld = 0;
+			return;
+		}
+		r->held_head = (r->held_head + 1) % r->held_cap;
+		r->nheld--;
+	}
+}

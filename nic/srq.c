@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/* Receive queues: a QP's own RQ or a shared SRQ hold the same receive WQEs. */
+#include "nic_int.h"
+
+static int rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge)
+{
+	rq->wqe = calloc(max_wr ? max_wr : 1, sizeof(*rq->wqe));
+	if (!rq->wqe)
+		return -ENOMEM;
+	rq->size = max_wr;
+	rq->max_sge = max_sge;
+	return 0;
+}
+
+int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct nic_device_attr *a)
+{
+	struct nic_rwqe *w;
+
+	(void)a;
+	if (!wr || wr->num_sge > rq->max_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	if (rq->count == rq->size)
+		return -ENOMEM;
+	w = &rq->wqe[(rq->head + rq->count) % rq->size];
+	w->wr_id = wr->wr_id;
+	w->num_sge = wr->num_sge;
+	memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	rq->count++;
+	return 0;
+}
+
+const struct nic_rwqe *nic_rq_peek(const struct nic_rq *rq)
+{
+	return rq->count ? &rq->wqe[rq->head] : NULL;
+}
+
+bool nic_rq_take(struct nic_rq *rq, struct nic_rwqe *out)
+{
+	if (!rq->count)
+		return false;
+	*out = rq->wqe[rq->head];
+	rq->head = (rq->head + 1) % rq->size;
+	rq->count--;
+	return true;
+}
+
+int nic_srq_create(struct nic_pd *pd, unsigned max_wr, unsigned max_sge, struct nic_srq **out)
+{
+	struct nic *nic = pd ? pd->nic : NULL;
+	struct nic_srq *srq;
+
+	if (!pd || !out || !max_wr || max_wr > nic->attr.max_srq_wr ||
+	    max_sge > nic->attr.max_srq_sge || max_sge > NIC_MAX_SGE)
+		return -EINVAL;
+	if (nic->ctr.srqs >= nic->attr.max_srq)
+		return -ENOMEM;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq || rq_init(&srq->rq, max_wr, max_sge)) {
+		free(srq);
+		return -ENOMEM;
+	}
+	srq->pd = pd;
+	pd->users++;
+	nic->ctr.srqs++;
+	*out = srq;
+	return 0;
+}
+
+int nic_srq_destroy(struct nic_srq *srq)
+{
+	if (!srq)
+		return -EINVAL;
+	if (srq->users)
+		return -EBUSY;
+	srq->pd->users--;
+	srq->pd->nic->ctr.srqs--;
+	free(srq->rq.wqe);
+	free(srq);
+	return 0;
+}
+
+int nic_srq_arm(struct nic_srq *srq, unsigned limit)
+{
+	if (!srq || limit > srq->rq.size)
+		return -EINVAL;
+	srq->limit = limit;
+	return 0;
+}
+
+/* IBA 10.2.9.5: the limit event fires once when the WQE count drops below the limit. */
+void nic_srq_check_limit(struct nic_srq *srq)
+{
+	if (srq->limit && srq->rq.count < srq->limit) {
+		srq->limit = 0;
+		nic_event(srq->pd->nic, ODPEMU_EVENT_SRQ_LIMIT_REACHED, NULL, NULL, srq, NULL);
+	}
+}
+
+int nic_srq_post_recv(struct nic_srq *srq, const struct nic_recv_wr *wr, uint64_t now)
+{
+	int rc;
+
+	if (!srq)
+		return -EINVAL;
+	rc = nic_rq_post(&srq->rq, wr, &srq->pd->nic->attr);
+	if (rc)
+		return rc;
+	srq->pd->nic->now = now;
+	return 0;
+}
+
+int nic_rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge)
+{
+	return rq_init(rq, max_wr, max_sge);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire: build a packet, seal its ICRC, hand it to ports.send; verify received ICRCs.
+ * The ICRC covers the IP and UDP headers (REFERENCE.md "ICRC"), so nic/ computes it from
+ * both GIDs and both UDP ports: the source port is the device's configured one, 4791 when
+ * unset (the daemon sends from its bound 4791 socket); nic_rx() assumes a peer that does
+ * the same, nic_rx_from() takes the port the socket saw.
+ */
+#include "nic_int.h"
+
+static const uint8_t v4_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool nic_gid_is_v4(const struct nic_gid *g)
+{
+	return memcmp(g->raw, v4_prefix, sizeof(v4_prefix)) == 0;
+}
+
+struct nic_gid nic_gid_from_v4(uint32_t addr)
+{
+	struct nic_gid g;
+
+	memcpy(g.raw, v4_prefix, sizeof(v4_prefix));
+	roce_put32(g.raw + 12, addr);
+	return g;
+}
+
+static uint16_t sport_of(const struct nic *nic)
+{
+	return nic->cfg.udp_sport ? nic->cfg.udp_sport : ROCE_UDP_PORT;
+}
+
+static void seal(const struct nic_gid *src, uint16_t sport, const struct nic_gid *dst,
+		 uint8_t *pkt, size_t len)
+{
+	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
+		struct roce_flow4 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+
+		memcpy(&f.saddr, src->raw + 12, 4);
+		memcpy(&f.daddr, dst->raw + 12, 4);
+		roce_icrc4_seal(&f, pkt, len);
+	} else {
+		struct roce_flow6 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+
+		memcpy(f.saddr, src->raw, 16);
+		memcpy(f.daddr, dst->raw, 16);
+		roce_icrc6_seal(&f, pkt, len);
+	}
+}
+
+bool nic_icrc_ok_from(const struct nic *nic, const struct nic_gid *src, uint16_t sport,
+		      const uint8_t *pkt, size_t len)
+{
+	const struct nic_gid *dst = &nic->cfg.gid;
+
+	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
+		struct roce_flow4 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+
+		memcpy(&f.saddr, src->raw + 12, 4);
+		memcpy(&f.daddr, dst->raw + 12, 4);
+		return roce_icrc4_ok(&f, pkt, len);
+	} else {
+		struct roce_flow6 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+
+		memcpy(f.saddr, src->raw, 16);
+		memcpy(f.daddr, dst->raw, 16);
+		return roce_icrc6_ok(&f, pkt, len);
+	}
+}
+
+int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+	     const void *payload, uint32_t len)
+{
+	struct nic *nic = qp->nic;
+	long n = roce_build(nic->pkt, sizeof(nic->pkt), h, payload, len);
+
+	if (n < 0)
+		return (int)n;
+	seal(&nic->cfg.gid, sport_of(nic), dst, nic->pkt, (size_t)n);
+	nic->ctr.pkts_sent++;
+	qp->ctr.pkts_sent++;
+	qp->ctr.bytes_sent += (uint64_t)n;
+	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, nic->pkt, (size_t)n);
+	return 0;
+}
