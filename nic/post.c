@@ -77,7 +77,7 @@ static void copy_wqe(struct nic_qp *qp, struct nic_swqe *w, const struct nic_sen
 			off += wr->sg_list[i].length;
 		}
 		w->wr.num_sge = 0;
-	} else {
+	} else if (wr->num_sge) {
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 	}
 	w->wr.sg_list = w->sge;

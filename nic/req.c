@@ -171,7 +171,7 @@ static void send_request(struct nic_qp *qp, struct nic_swqe *w)
 	xmit(qp, &h, NULL, 0);
 }
 
-/* UD: one packet per WQE, complete once sent (IBA 9.8: unreliable, no ACK). */
+/* UD: one packet per WQE, completed once sent (IBA 9.8: unreliable, no ACK). */
 static bool send_ud(struct nic_qp *qp, struct nic_swqe *w)
 {
 	uint8_t buf[NIC_PKT_MAX];
@@ -197,7 +197,6 @@ static bool send_ud(struct nic_qp *qp, struct nic_swqe *w)
 	h.imm = w->wr.imm_data;
 	nic_xmit(qp, &w->wr.ud_dgid, &h, buf, w->length);
 	qp->req.psn = roce_psn_next(qp->req.psn);
-	nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
 	return true;
 }
 
@@ -294,7 +293,8 @@ void nic_req_run(struct nic_qp *qp)
 		if (qp->type == ODPEMU_QPT_UD) {
 			if (!send_ud(qp, w))
 				return;
-			qp->sq.next++;
+			qp->sq.next++;	/* before completing: retirement moves next too */
+			nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
 			continue;
 		}
 		if (!w->psn_assigned)

@@ -20,6 +20,7 @@
 enum verdict {
 	V_DONE,		/* consumed (executed, NAKed or dropped) */
 	V_FAULT,	/* a page fault is outstanding: retry this packet later */
+	V_RNR,		/* refused with an RNR NAK: not executed, the requester resends */
 };
 
 /* ---- sending answers ---- */
@@ -65,7 +66,7 @@ static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
 	qp->ctr.rnr_naks_sent++;
 	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_rnr_nak(qp->attr.min_rnr_timer),
 	       NULL, 0, 0);
-	return V_DONE;
+	return V_RNR;
 }
 
 /* ---- the fault outcome of a DMA ---- */
@@ -148,40 +149,50 @@ static bool invalidate_rkey(struct nic_qp *qp, uint32_t rkey)
 	return true;
 }
 
+/* The receive WQE a SEND lands in: the one in progress, or (FIRST/ONLY) the next posted
+ * one, taken only once its first packet has landed so a fault leaves the queue as it was. */
+static const struct nic_rwqe *send_target(const struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	if (!(pkt->mask & ROCE_M_FIRST))
+		return &qp->resp.rwqe;
+	return nic_rq_peek(qp->srq ? &qp->srq->rq : &qp->rq);
+}
+
 static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	struct nic_resp *r = &qp->resp;
 	uint32_t psn = pkt->h.bth.psn;
+	const struct nic_rwqe *w = send_target(qp, pkt);
+	uint32_t off = (pkt->mask & ROCE_M_FIRST) ? 0 : r->recv_off;
 	struct nic_dma_ctx c = dma_ctx(qp);
 	enum nic_dma_result res;
 
-	if (pkt->mask & ROCE_M_FIRST) {
-		if (!rwqe_available(qp))
-			return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
-		if (!r->in_send) {
+	if (!w)
+		return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
+	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge)) {
+		if (pkt->mask & ROCE_M_FIRST)
 			take_rwqe(qp);
-			r->in_send = true;
-			r->recv_off = 0;
-		}
-	}
-	if (r->recv_off + pkt->payload_len > nic_sge_total(r->rwqe.sge, r->rwqe.num_sge)) {
-		complete_recv(qp, pkt, ODPEMU_WC_LOC_LEN_ERR, ODPEMU_WC_RECV, r->recv_off,
+		complete_recv(qp, pkt, ODPEMU_WC_LOC_LEN_ERR, ODPEMU_WC_RECV, off,
 			      NIC_VERR_RECV_TOO_SMALL);
 		r->in_send = false;
 		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
 	}
-	res = nic_dma_sge(&c, r->rwqe.sge, r->rwqe.num_sge, r->recv_off,
-			  (void *)pkt->payload, pkt->payload_len, true);
+	res = nic_dma_sge(&c, w->sge, w->num_sge, off, (void *)pkt->payload, pkt->payload_len,
+			  true);
 	r->fault_err = 0;
 	if (res == NIC_DMA_FAULT)
 		return faulted(qp, &c);
+	if (pkt->mask & ROCE_M_FIRST) {
+		take_rwqe(qp);
+		r->in_send = true;
+	}
 	if (res != NIC_DMA_OK) {
-		complete_recv(qp, pkt, ODPEMU_WC_LOC_PROT_ERR, ODPEMU_WC_RECV, r->recv_off,
+		complete_recv(qp, pkt, ODPEMU_WC_LOC_PROT_ERR, ODPEMU_WC_RECV, off,
 			      NIC_VERR_LOCAL_FAULT);
 		r->in_send = false;
 		return nak(qp, psn, ROCE_NAK_REMOTE_OP);
 	}
-	r->recv_off += pkt->payload_len;
+	r->recv_off = off + pkt->payload_len;
 	if (pkt->mask & ROCE_M_LAST) {
 		if ((pkt->mask & ROCE_M_IETH) && !invalidate_rkey(qp, pkt->h.ieth_rkey))
 			return nak(qp, psn, ROCE_NAK_INVALID_REQ);
@@ -195,48 +206,67 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 /* ---- WRITE ---- */
 
+/* WRITE state of this packet: the message in progress, or (FIRST/ONLY) a new one from
+ * the RETH, committed to qp->resp only after the payload landed. */
+struct wstate {
+	struct nic_mr *mr;
+	uint32_t key;
+	uint64_t va;
+	uint32_t resid, total;
+};
+
+static bool write_state(struct nic_qp *qp, const struct roce_pkt *pkt, struct wstate *ws)
+{
+	const struct nic_resp *r = &qp->resp;
+
+	if (!(pkt->mask & ROCE_M_FIRST)) {
+		*ws = (struct wstate){ r->write_mr, r->write_mr_key, r->write_va, r->write_resid,
+			r->write_total };
+		return !ws->mr || (nic_mr_lookup(qp->nic, ws->key) == ws->mr &&
+				   !ws->mr->remote_invalid);
+	}
+	*ws = (struct wstate){ NULL, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len,
+		pkt->h.reth.len };
+	if (!pkt->h.reth.len)
+		return true;
+	ws->mr = rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len,
+			     ODPEMU_ACCESS_REMOTE_WRITE);
+	return ws->mr != NULL;
+}
+
 static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	struct nic_resp *r = &qp->resp;
 	uint32_t psn = pkt->h.bth.psn;
 	struct nic_dma_ctx c = dma_ctx(qp);
 	enum nic_dma_result res;
+	struct wstate ws;
 
 	if ((pkt->mask & ROCE_M_RWQE) && !rwqe_available(qp))
 		return rnr_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
-	if (pkt->mask & ROCE_M_FIRST) {
-		struct nic_mr *mr = pkt->h.reth.len ? rkey_target(qp, pkt->h.reth.rkey,
-			pkt->h.reth.va, pkt->h.reth.len, ODPEMU_ACCESS_REMOTE_WRITE) : NULL;
-
-		if (pkt->h.reth.len && !mr)
-			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
-		r->write_mr = mr;
-		r->write_mr_key = pkt->h.reth.rkey;
-		r->write_va = pkt->h.reth.va;
-		r->write_resid = r->write_total = pkt->h.reth.len;
-		r->in_write = true;
-	}
-	if (pkt->payload_len > r->write_resid)
+	if (!write_state(qp, pkt, &ws))
+		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+	if (pkt->payload_len > ws.resid)
 		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
 	if (pkt->payload_len) {
-		if (nic_mr_lookup(qp->nic, r->write_mr_key) != r->write_mr ||
-		    r->write_mr->remote_invalid)
-			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
-		res = nic_dma_mr(&c, r->write_mr, r->write_va, (void *)pkt->payload,
-				 pkt->payload_len, true, IOPT_WRITE);
+		res = nic_dma_mr(&c, ws.mr, ws.va, (void *)pkt->payload, pkt->payload_len, true,
+				 IOPT_WRITE);
 		r->fault_err = 0;
 		if (res == NIC_DMA_FAULT)
 			return faulted(qp, &c);
 		if (res != NIC_DMA_OK)
 			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
 	}
-	r->write_va += pkt->payload_len;
-	r->write_resid -= pkt->payload_len;
+	r->write_mr = ws.mr;
+	r->write_mr_key = ws.key;
+	r->write_va = ws.va + pkt->payload_len;
+	r->write_resid = ws.resid - pkt->payload_len;
+	r->write_total = ws.total;
+	r->in_write = !(pkt->mask & ROCE_M_LAST);
 	if (!(pkt->mask & ROCE_M_LAST))
 		return V_DONE;
 	if (r->write_resid)
 		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
-	r->in_write = false;
 	r->msn = (r->msn + 1) & ROCE_PSN_MASK;
 	if (pkt->mask & ROCE_M_RWQE) {
 		take_rwqe(qp);
@@ -347,7 +377,10 @@ static enum verdict do_atomic(struct nic_qp *qp, const struct roce_pkt *pkt)
 		memcpy(&val, pkt->payload, 8);	/* the 8 bytes land as sent */
 	op = write ? ODPEMU_WR_ATOMIC_WRITE : pkt->h.bth.opcode == ROCE_OP_RC_COMPARE_SWAP ?
 	     ODPEMU_WR_ATOMIC_CMP_AND_SWP : ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
-	res = nic_dma_atomic(&c, mr, va, op, a->compare, write ? val : a->swap_add, &orig);
+	/* AtomicETH: CmpSwap carries (swap, compare), FetchAdd carries the addend in swap_add. */
+	res = nic_dma_atomic(&c, mr, va, op,
+			     op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD ? a->swap_add : a->compare,
+			     write ? val : a->swap_add, &orig);
 	qp->resp.fault_err = 0;
 	if (res == NIC_DMA_FAULT)
 		return faulted(qp, &c);
@@ -477,7 +510,7 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return nak(qp, psn, pkt->cls == ROCE_CLASS_SEND ? ROCE_NAK_INVALID_REQ
 								 : ROCE_NAK_REMOTE_ACCESS);
 	v = execute(qp, pkt);
-	if (v == V_FAULT || qp->state == ODPEMU_QPS_ERR)
+	if (v != V_DONE || qp->state == ODPEMU_QPS_ERR)
 		return v;
 	if (pkt->cls == ROCE_CLASS_SEND || pkt->cls == ROCE_CLASS_WRITE) {
 		r->epsn = roce_psn_next(psn);

@@ -24,7 +24,8 @@ int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct ni
 	w = &rq->wqe[(rq->head + rq->count) % rq->size];
 	w->wr_id = wr->wr_id;
 	w->num_sge = wr->num_sge;
-	memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(*w->sge));
 	rq->count++;
 	return 0;
 }

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* The two-NIC bench of pair.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pair.h"
+#include "t.h"
+
+/* Each side's ports ctx is a small record naming the pair and the side. */
+struct port_ctx {
+	struct pair *p;
+	int side;
+};
+static struct port_ctx ctxs[64][2];
+static unsigned nctx;
+
+static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)
+{
+	struct port_ctx *c = ctx;
+	struct pair *p = c->p;
+	struct pair_pkt *q;
+	int to = memcmp(dst, &p->s[1].gid, sizeof(*dst)) == 0 ? 1 :
+		 memcmp(dst, &p->s[0].gid, sizeof(*dst)) == 0 ? 0 : -1;
+
+	p->sent++;
+	if (to < 0 || p->qcount == PAIR_PKTQ || len > sizeof(q->buf) ||
+	    (p->drop_nth && p->sent == p->drop_nth) || (p->drop_mask & (1u << (pkt[0] & 31)))) {
+		p->dropped++;
+		return;
+	}
+	q = &p->q[(p->qhead + p->qcount++) % PAIR_PKTQ];
+	q->to = to;
+	q->len = (uint32_t)len;
+	memcpy(q->buf, pkt, len);
+}
+
+static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
+{
+	(void)ctx;
+	(void)client;
+	memcpy(dst, (const void *)(uintptr_t)host, len);
+	return 0;
+}
+
+static int port_write(void *ctx, uint32_t client, uint64_t host, const void *src, size_t len)
+{
+	(void)ctx;
+	(void)client;
+	memcpy((void *)(uintptr_t)host, src, len);
+	return 0;
+}
+
+static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+
+	T_CHECK(s->nfaults < PAIR_FAULTQ, "fault queue overflow");
+	if (s->nfaults < PAIR_FAULTQ)
+		s->faults[s->nfaults++] = (struct pair_fault){ req, client };
+}
+
+static void port_event(void *ctx, const struct nic_event *ev)
+{
+	struct port_ctx *c = ctx;
+
+	if ((unsigned)ev->type < 0x200)
+		c->p->s[c->side].events[ev->type]++;
+}
+
+static struct nic_ports ports_for(struct pair *p, int side)
+{
+	struct port_ctx *c = &ctxs[nctx++ % 64][side];
+
+	c->p = p;
+	c->side = side;
+	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
+		NULL };
+}
+
+static void connect_rc(struct pair *p, const struct pair_qp_opts *o)
+{
+	for (int i = 0; i < 2; i++) {
+		struct pair_side *s = &p->s[i], *peer = &p->s[!i];
+		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
+			.qp_access_flags = o->access };
+		const char *why = NULL;
+
+		T_EQ(nic_qp_modify(s->qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX |
+			ODPEMU_QP_PORT | ODPEMU_QP_ACCESS_FLAGS, 0, &why), 0, "rc INIT");
+		a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTR, .path_mtu = o->mtu,
+			.dest_qp_num = nic_qp_num(peer->qp), .rq_psn = 100 + (uint32_t)i,
+			.max_dest_rd_atomic = 16, .min_rnr_timer = o->min_rnr_timer };
+		memcpy(a.ah_attr.dgid, peer->gid.raw, 16);
+		a.ah_attr.is_global = 1;
+		a.ah_attr.port_num = 1;
+		T_EQ(nic_qp_modify(s->qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU |
+			ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN | ODPEMU_QP_MAX_DEST_RD_ATOMIC |
+			ODPEMU_QP_MIN_RNR_TIMER, 0, &why), 0, why ? why : "rc RTR");
+	}
+	for (int i = 0; i < 2; i++) {
+		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_RTS, .sq_psn = 100 + (uint32_t)!i,
+			.timeout = o->timeout, .retry_cnt = o->retry_cnt, .rnr_retry = o->rnr_retry,
+			.max_rd_atomic = 16 };
+		const char *why = NULL;
+
+		T_EQ(nic_qp_modify(p->s[i].qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN |
+			ODPEMU_QP_TIMEOUT | ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY |
+			ODPEMU_QP_MAX_QP_RD_ATOMIC, 0, &why), 0, why ? why : "rc RTS");
+	}
+}
+
+static void connect_ud(struct pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
+			.qkey = 0x1234 };
+		const char *why = NULL;
+
+		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX |
+			ODPEMU_QP_PORT | ODPEMU_QP_QKEY, 0, &why), 0, "ud INIT");
+		a.qp_state = ODPEMU_QPS_RTR;
+		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE, 0, &why), 0, "ud RTR");
+		a.qp_state = ODPEMU_QPS_RTS;
+		a.sq_psn = 7;
+		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN, 0, &why), 0,
+		     "ud RTS");
+	}
+}
+
+static void make_side(struct pair *p, int i, const struct pair_qp_opts *o)
+{
+	struct pair_side *s = &p->s[i];
+	struct nic_config cfg = { .gid = nic_gid_from_v4(0x0a000001u + (uint32_t)i),
+		.ports = ports_for(p, i) };
+	struct nic_qp_init qi = { .type = ODPEMU_QPT_RC, .max_send_wr = o->max_send_wr,
+		.max_recv_wr = o->max_recv_wr, .max_send_sge = 4, .max_recv_sge = 4,
+		.max_inline_data = 64, .fault_policy = o->policy };
+
+	s->gid = cfg.gid;
+	T_EQ(nic_create(&cfg, &s->nic), 0, "nic_create");
+	T_EQ(nic_pd_alloc(s->nic, 1, &s->pd), 0, "pd");
+	T_EQ(nic_cq_create(s->nic, 4096, &s->scq), 0, "scq");
+	T_EQ(nic_cq_create(s->nic, 4096, &s->rcq), 0, "rcq");
+	qi.send_cq = s->scq;
+	qi.recv_cq = s->rcq;
+	T_EQ(nic_qp_create(s->pd, &qi, &s->qp), 0, "rc qp");
+	qi.type = ODPEMU_QPT_UD;
+	T_EQ(nic_qp_create(s->pd, &qi, &s->ud), 0, "ud qp");
+}
+
+struct pair *pair_new(const struct pair_qp_opts *opts)
+{
+	struct pair_qp_opts o = { NIC_FAULT_STALL, 14, 7, 7, 1,
+		ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ |
+		ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_FLUSH_GLOBAL |
+		ODPEMU_ACCESS_FLUSH_PERSISTENT, ODPEMU_MTU_1024, 256, 256 };
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (opts)
+		o = *opts;
+	if (!o.max_send_wr)
+		o.max_send_wr = 256;
+	if (!o.max_recv_wr)
+		o.max_recv_wr = 256;
+	if (!o.mtu)
+		o.mtu = ODPEMU_MTU_1024;
+	p->q = calloc(PAIR_PKTQ, sizeof(*p->q));
+	for (int i = 0; i < 2; i++)
+		make_side(p, i, &o);
+	connect_rc(p, &o);
+	connect_ud(p);
+	return p;
+}
+
+void pair_free(struct pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		struct pair_side *s = &p->s[i];
+		struct nic_counters c;
+
+		/* Unanswered faults: fail them so their MRs can go. */
+		for (unsigned k = 0; k < s->nfaults; k++)
+			nic_fault_fail(s->nic, s->faults[k].req, -ECANCELED, p->now);
+		s->nfaults = 0;
+		T_EQ(nic_qp_destroy(s->qp), 0, "qp destroy");
+		T_EQ(nic_qp_destroy(s->ud), 0, "ud destroy");
+		T_EQ(nic_cq_destroy(s->scq), 0, "scq destroy");
+		T_EQ(nic_cq_destroy(s->rcq), 0, "rcq destroy");
+		nic_counters(s->nic, &c);
+		T_EQ(c.mrs, 0, "MRs left at teardown");
+		T_EQ(nic_pd_dealloc(s->pd), 0, "pd dealloc");
+		T_EQ(nic_destroy(s->nic), 0, "nic destroy");
+	}
+	free(p->q);
+	free(p);
+}
+
+static void answer_faults(struct pair *p, int i)
+{
+	struct pair_side *s = &p->s[i];
+	unsigned n = s->nfaults;
+
+	s->nfaults = 0;
+	for (unsigned k = 0; k < n; k++) {
+		struct iopt_req *r = s->faults[k].req;
+		struct iopt_map m = { r->va, r->len, r->va,
+			p->readonly_faults ? IOPT_READ : IOPT_READ | IOPT_WRITE };
+
+		p->faults_answered++;
+		if (p->fail_faults)
+			nic_fault_fail(s->nic, r, -EFAULT, p->now);
+		else if (p->readonly_faults && (r->access & IOPT_WRITE))
+			nic_fault_fail(s->nic, r, -EACCES, p->now);
+		else
+			nic_fault_complete(s->nic, r, &m, 1, p->now);
+	}
+}
+
+void pair_run(struct pair *p, uint64_t max_ns)
+{
+	uint64_t end = p->now + max_ns;
+
+	for (unsigned guard = 0; guard < 10000000; guard++) {
+		if (p->qcount) {
+			struct pair_pkt *q = &p->q[p->qhead];
+
+			p->qhead = (p->qhead + 1) % PAIR_PKTQ;
+			p->qcount--;
+			p->delivered++;
+			nic_rx(p->s[q->to].nic, q->buf, q->len, &p->s[!q->to].gid, p->now);
+			continue;
+		}
+		if (!p->hold_faults && (p->s[0].nfaults || p->s[1].nfaults)) {
+			p->now += p->fault_latency_ns;
+			answer_faults(p, 0);
+			answer_faults(p, 1);
+			continue;
+		}
+		uint64_t t = nic_next_deadline(p->s[0].nic), t1 = nic_next_deadline(p->s[1].nic);
+
+		if (t1 < t)
+			t = t1;
+		if (t == UINT64_MAX || t > end)
+			return;
+		if (t > p->now)
+			p->now = t;
+		nic_tick(p->s[0].nic, p->now);
+		nic_tick(p->s[1].nic, p->now);
+	}
+	T_CHECK(0, "pair_run did not quiesce");
+}
+
+struct nic_mr *pair_mr(struct pair *p, int i, void *buf, uint64_t len, unsigned access)
+{
+	struct nic_mr_init in = { (uint64_t)(uintptr_t)buf, len, access, (uint64_t)(uintptr_t)buf };
+	struct nic_mr *mr = NULL;
+
+	T_EQ(nic_mr_reg(p->s[i].pd, &in, &mr), 0, "mr reg");
+	return mr;
+}
+
+bool pair_poll(struct pair *p, int i, bool send, struct nic_wc *wc)
+{
+	return nic_cq_poll(send ? p->s[i].scq : p->s[i].rcq, wc, 1) == 1;
+}
+
+int pair_post_recv(struct pair *p, int i, uint64_t wr_id, void *buf, uint32_t len,
+		   struct nic_mr *mr)
+{
+	struct nic_sge sge = { (uint64_t)(uintptr_t)buf, len, nic_mr_lkey(mr) };
+	struct nic_recv_wr wr = { wr_id, &sge, 1 };
+
+	return nic_post_recv(p->s[i].qp, &wr, p->now);
+}
+
+int pair_post_send(struct pair *p, int i, const struct nic_send_wr *wr)
+{
+	return nic_post_send(p->s[i].qp, wr, p->now);
+}

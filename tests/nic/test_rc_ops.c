@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/* Focused tests of the transport, one behaviour per function, on the two-NIC bench:
+ * every opcode end to end, each NAK and its completion status, flush-in-error, RNR,
+ * retransmission after loss, and the ODP fault path on both sides. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pair.h"
+#include "t.h"
+
+#define RW (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ | \
+	    ODPEMU_ACCESS_REMOTE_ATOMIC)
+#define BUF (64 * 1024)
+
+static struct t_rng rng;
+
+struct bufs {
+	uint8_t *a, *b;
+	struct nic_mr *ma, *mb;
+};
+
+static void bufs_new(struct pair *p, struct bufs *x, unsigned acc_a, unsigned acc_b)
+{
+	x->a = aligned_alloc(4096, BUF);
+	x->b = aligned_alloc(4096, BUF);
+	t_fill(&rng, x->a, BUF);
+	memset(x->b, 0, BUF);
+	x->ma = pair_mr(p, 0, x->a, BUF, acc_a);
+	x->mb = pair_mr(p, 1, x->b, BUF, acc_b);
+}
+
+static void bufs_free(struct bufs *x)
+{
+	if (x->ma)
+		T_EQ(nic_mr_dereg(x->ma), 0, "dereg a");
+	if (x->mb)
+		T_EQ(nic_mr_dereg(x->mb), 0, "dereg b");
+	free(x->a);
+	free(x->b);
+}
+
+static struct nic_sge sge_of(void *buf, uint32_t len, struct nic_mr *mr)
+{
+	return (struct nic_sge){ (uint64_t)(uintptr_t)buf, len, nic_mr_lkey(mr) };
+}
+
+static struct nic_wc one_wc(struct pair *p, int side, bool send, const char *what)
+{
+	struct nic_wc wc = { .status = ODPEMU_WC_GENERAL_ERR };
+
+	T_CHECK(pair_poll(p, side, send, &wc), "%s: no completion", what);
+	return wc;
+}
+
+static void test_send_sizes(void)
+{
+	static const uint32_t sizes[] = { 0, 1, 1000, 1024, 1025, 5000, 40000 };
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+
+	bufs_new(p, &x, RW, RW);
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct nic_sge s = sge_of(x.a, sizes[i], x.ma);
+		struct nic_send_wr wr = { .wr_id = i, .opcode = ODPEMU_WR_SEND,
+			.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
+		struct nic_wc wc;
+
+		memset(x.b, 0, BUF);
+		T_EQ(pair_post_recv(p, 1, 100 + i, x.b, BUF, x.mb), 0, "post recv");
+		T_EQ(pair_post_send(p, 0, &wr), 0, "post send");
+		pair_run(p, 1000000000);
+		wc = one_wc(p, 1, false, "recv");
+		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "recv status");
+		T_EQ(wc.byte_len, sizes[i], "recv byte_len");
+		T_EQ(wc.wr_id, 100 + i, "recv wr_id");
+		T_EQ(wc.opcode, ODPEMU_WC_RECV, "recv opcode");
+		T_CHECK(memcmp(x.a, x.b, sizes[i]) == 0, "data of %u bytes", sizes[i]);
+		wc = one_wc(p, 0, true, "send");
+		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "send status");
+		T_EQ(wc.opcode, ODPEMU_WC_SEND, "send opcode");
+		T_EQ(wc.wr_id, i, "send wr_id");
+	}
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_send_imm_inline_unsignaled(void)
+{
+	struct pair *p = pair_new(NULL);
+	char msg[] = "inline hello";
+	struct nic_sge s = { (uint64_t)(uintptr_t)msg, sizeof(msg), 0 };
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND_WITH_IMM,
+		.send_flags = ODPEMU_SEND_INLINE | ODPEMU_SEND_SOLICITED, .sg_list = &s,
+		.num_sge = 1, .imm_data = 0xdeadbeef };
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	T_EQ(pair_post_recv(p, 1, 7, x.b, BUF, x.mb), 0, "post recv");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post inline send");
+	memset(msg, 'X', sizeof(msg) - 1);	/* inline: copied at post time */
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 1, false, "recv");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "status");
+	T_CHECK(wc.wc_flags & NIC_WC_WITH_IMM, "WITH_IMM flag");
+	T_EQ(wc.imm_data, 0xdeadbeef, "imm");
+	T_CHECK(memcmp(x.b, "inline hello", 13) == 0, "inline data copied at post");
+	T_CHECK(!pair_poll(p, 0, true, &wc), "unsignaled send: no completion");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_write_read(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 10000, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b + 100, .rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post write");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "write");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write status");
+	T_EQ(wc.opcode, ODPEMU_WC_RDMA_WRITE, "write opcode");
+	T_CHECK(memcmp(x.a, x.b + 100, 10000) == 0, "write data");
+	/* WRITE_WITH_IMM consumes a receive WQE and reports the length written. */
+	T_EQ(pair_post_recv(p, 1, 9, x.b, 16, x.mb), 0, "recv for imm");
+	wr.opcode = ODPEMU_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = 0x1234;
+	s.length = 3000;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post write imm");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 1, false, "imm recv");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "imm status");
+	T_EQ(wc.opcode, ODPEMU_WC_RECV_RDMA_WITH_IMM, "imm opcode");
+	T_EQ(wc.byte_len, 3000, "imm byte_len");
+	T_EQ(wc.imm_data, 0x1234, "imm value");
+	(void)one_wc(p, 0, true, "write imm");
+	/* READ back 9000 bytes from b into a + 20000. */
+	s = sge_of(x.a + 20000, 9000, x.ma);
+	wr = (struct nic_send_wr){ .wr_id = 2, .opcode = ODPEMU_WR_RDMA_READ,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b + 100, .rkey = nic_mr_rkey(x.mb) };
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post read");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "read");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read status");
+	T_EQ(wc.opcode, ODPEMU_WC_RDMA_READ, "read opcode");
+	T_EQ(wc.byte_len, 9000, "read byte_len");
+	T_CHECK(memcmp(x.a + 20000, x.b + 100, 9000) == 0, "read data");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void atomic(struct pair *p, struct bufs *x, enum odpemu_wr_opcode op, uint64_t cmp_add,
+		   uint64_t swap, uint64_t want_orig, uint64_t want_after, const char *what)
+{
+	struct nic_sge s = sge_of(x->a, 8, x->ma);
+	struct nic_send_wr wr = { .wr_id = 5, .opcode = op, .send_flags = ODPEMU_SEND_SIGNALED,
+		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x->b + 64,
+		.rkey = nic_mr_rkey(x->mb), .compare_add = cmp_add, .swap = swap };
+	struct nic_wc wc;
+	uint64_t v;
+
+	if (op == ODPEMU_WR_ATOMIC_WRITE)
+		memcpy(x->a, &swap, 8);
+	T_EQ(pair_post_send(p, 0, &wr), 0, what);
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, what);
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, what);
+	memcpy(&v, x->b + 64, 8);
+	T_EQ(v, want_after, what);
+	if (op != ODPEMU_WR_ATOMIC_WRITE) {
+		memcpy(&v, x->a, 8);
+		T_EQ(v, want_orig, what);
+	}
+}
+
+static void test_atomics(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	uint64_t init = 40;
+
+	bufs_new(p, &x, RW, RW);
+	memcpy(x.b + 64, &init, 8);
+	atomic(p, &x, ODPEMU_WR_ATOMIC_FETCH_AND_ADD, 2, 0, 40, 42, "fetch_add");
+	atomic(p, &x, ODPEMU_WR_ATOMIC_CMP_AND_SWP, 42, 7, 42, 7, "cmp_swap hit");
+	atomic(p, &x, ODPEMU_WR_ATOMIC_CMP_AND_SWP, 42, 9, 7, 7, "cmp_swap miss");
+	atomic(p, &x, ODPEMU_WR_ATOMIC_WRITE, 0, 0x1122334455667788ull, 0, 0x1122334455667788ull,
+	       "atomic_write");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_flush(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_send_wr wr;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_FLUSH_GLOBAL);
+	wr = (struct nic_send_wr){ .wr_id = 1, .opcode = ODPEMU_WR_FLUSH,
+		.send_flags = ODPEMU_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		.rkey = nic_mr_rkey(x.mb), .flush_type = 1, .flush_level = 0, .flush_len = 4096 };
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post flush");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "flush");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "flush global");
+	T_EQ(wc.opcode, ODPEMU_WC_FLUSH, "flush opcode");
+	wr.flush_type = 2;	/* persistent: the MR does not allow it */
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post flush persistent");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "flush persistent");
+	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "flush persistent refused");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+/* A bad R_Key: REM_ACCESS_ERR, the QP goes to ERR, the WR behind it is flushed. */
+static void test_bad_rkey_flush(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		.rkey = nic_mr_rkey(x.mb) ^ 0x100 };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post bad write (unsignaled)");
+	wr.wr_id = 2;
+	wr.rkey = nic_mr_rkey(x.mb);
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post good write");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "bad write");
+	T_EQ(wc.wr_id, 1, "error completes even unsignaled");
+	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "bad rkey");
+	wc = one_wc(p, 0, true, "flushed");
+	T_EQ(wc.wr_id, 2, "second WR");
+	T_EQ(wc.status, ODPEMU_WC_WR_FLUSH_ERR, "flushed");
+	T_EQ(nic_qp_state(p->s[0].qp), ODPEMU_QPS_ERR, "requester in ERR");
+	T_EQ(nic_qp_state(p->s[1].qp), ODPEMU_QPS_ERR, "responder in ERR");
+	T_EQ(p->s[1].events[ODPEMU_EVENT_QP_ACCESS_ERR], 1, "responder access error event");
+	/* Posting in ERR completes at once with WR_FLUSH_ERR. */
+	wr.wr_id = 3;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post in ERR");
+	wc = one_wc(p, 0, true, "post in ERR");
+	T_EQ(wc.status, ODPEMU_WC_WR_FLUSH_ERR, "post in ERR flushed");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_recv_too_small(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 2000, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND, .sg_list = &s, .num_sge = 1 };
+
+	T_EQ(pair_post_recv(p, 1, 5, x.b, 1500, x.mb), 0, "small recv");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 1, false, "recv");
+	T_EQ(wc.status, ODPEMU_WC_LOC_LEN_ERR, "receiver LOC_LEN_ERR");
+	wc = one_wc(p, 0, true, "send");
+	T_EQ(wc.status, ODPEMU_WC_REM_INV_REQ_ERR, "sender REM_INV_REQ_ERR");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_rnr(void)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 2, .min_rnr_timer = 1, .access = ODPEMU_ACCESS_REMOTE_WRITE };
+	struct pair *p = pair_new(&o);
+	struct bufs x;
+	struct nic_wc wc;
+	struct nic_qp_counters c;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 10, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND, .sg_list = &s, .num_sge = 1 };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send without recv");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "rnr");
+	T_EQ(wc.status, ODPEMU_WC_RNR_RETRY_EXC_ERR, "RNR retries exhausted");
+	nic_qp_counters(p->s[0].qp, &c);
+	T_EQ(c.rnr_naks_received, 3, "1 + rnr_retry RNR NAKs");
+	bufs_free(&x);
+	pair_free(p);
+
+	/* rnr_retry 7 waits forever; a receive posted later lets the send through. */
+	o.rnr_retry = 7;
+	p = pair_new(&o);
+	bufs_new(p, &x, RW, RW);
+	s = sge_of(x.a, 10, x.ma);
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
+	pair_run(p, 100000);	/* 0.1 ms: a few RNR rounds (timer 10 us) */
+	T_CHECK(!pair_poll(p, 0, true, &wc), "still retrying");
+	T_EQ(pair_post_recv(p, 1, 1, x.b, 64, x.mb), 0, "recv");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 1, false, "late recv");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "delivered after RNR");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_loss_retransmit(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+	struct nic_qp_counters c;
+
+	bufs_new(p, &x, RW, RW);
+	for (uint64_t nth = 1; nth <= 12; nth++) {
+		struct nic_sge s = sge_of(x.a, 8000, x.ma);
+		struct nic_send_wr wr = { .wr_id = nth, .opcode = ODPEMU_WR_RDMA_WRITE,
+			.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+			.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
+		struct nic_send_wr rd = wr;
+		struct nic_sge rs = sge_of(x.a + 32768, 8000, x.ma);
+
+		rd.opcode = ODPEMU_WR_RDMA_READ;
+		rd.sg_list = &rs;
+		memset(x.b, 0, 8000);
+		p->drop_nth = p->sent + nth;	/* lose one packet of this exchange */
+		T_EQ(pair_post_send(p, 0, &wr), 0, "write");
+		T_EQ(pair_post_send(p, 0, &rd), 0, "read");
+		pair_run(p, 10000000000ull);
+		wc = one_wc(p, 0, true, "write after loss");
+		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write after loss");
+		wc = one_wc(p, 0, true, "read after loss");
+		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read after loss");
+		T_CHECK(memcmp(x.a, x.b, 8000) == 0, "data after loss of packet %llu",
+			(unsigned long long)nth);
+		T_CHECK(memcmp(x.a, x.a + 32768, 8000) == 0, "read data after loss");
+	}
+	nic_qp_counters(p->s[0].qp, &c);
+	T_CHECK(c.retransmits > 0, "retransmitted");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+/* ODP on the responder: the target MR starts empty; faults fill it; data lands. */
+static void test_odp_responder(enum nic_fault_policy policy)
+{
+	struct pair_qp_opts o = { .policy = policy, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = ODPEMU_ACCESS_REMOTE_WRITE |
+		ODPEMU_ACCESS_REMOTE_READ };
+	struct pair *p = pair_new(&o);
+	struct iopt_counters ic;
+	struct nic_qp_counters c;
+	struct bufs x;
+	struct nic_wc wc;
+
+	p->fault_latency_ns = 50000;
+	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_ON_DEMAND);
+	struct nic_sge s = sge_of(x.a, 40000, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b + 5, .rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write to ODP");
+	pair_run(p, 10000000000ull);
+	wc = one_wc(p, 0, true, "odp write");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "odp write status");
+	T_CHECK(memcmp(x.a, x.b + 5, 40000) == 0, "odp write data");
+	iopt_counters_get(nic_mr_iopt(x.mb), &ic);
+	T_CHECK(ic.page_faults >= 1, "faults counted");
+	T_CHECK(ic.page_fault_pages >= 10, "fault pages counted");
+	nic_qp_counters(p->s[1].qp, &c);
+	if (policy == NIC_FAULT_RNR)
+		T_CHECK(c.rnr_naks_sent >= 1, "rnr policy NAKs");
+	else
+		T_CHECK(c.stalls >= 1, "stall policy stalls");
+	/* After an invalidation the next access faults again. */
+	nic_host_invalidate(p->s[1].nic, 1, (uint64_t)(uintptr_t)x.b, BUF);
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write again");
+	pair_run(p, 10000000000ull);
+	wc = one_wc(p, 0, true, "odp write 2");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "after invalidation");
+	iopt_counters_get(nic_mr_iopt(x.mb), &ic);
+	T_CHECK(ic.page_invalidations >= 1, "invalidation counted");
+	T_CHECK(ic.page_faults >= 2, "refaulted after invalidation");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_odp_fault_fails(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	p->fail_faults = true;
+	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_ON_DEMAND);
+	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		.rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "failed fault");
+	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "failed responder fault");
+	bufs_free(&x);
+	pair_free(p);
+
+	/* Requester side: the gather faults and the fault fails: LOC_PROT_ERR. */
+	p = pair_new(NULL);
+	p->fail_faults = true;
+	bufs_new(p, &x, RW | ODPEMU_ACCESS_ON_DEMAND, RW);
+	s = sge_of(x.a, 100, x.ma);
+	wr.rkey = nic_mr_rkey(x.mb);
+	wr.remote_addr = (uint64_t)(uintptr_t)x.b;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "failed local fault");
+	T_EQ(wc.status, ODPEMU_WC_LOC_PROT_ERR, "failed requester fault");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_odp_requester_and_read_landing(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+	struct nic_qp_counters c;
+
+	p->fault_latency_ns = 20000;
+	bufs_new(p, &x, RW | ODPEMU_ACCESS_ON_DEMAND, RW);
+	struct nic_sge s = sge_of(x.a, 30000, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write from ODP");
+	pair_run(p, 10000000000ull);
+	wc = one_wc(p, 0, true, "write");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "gather through faults");
+	T_CHECK(memcmp(x.a, x.b, 30000) == 0, "gathered data");
+	/* READ landing into the ODP MR made cold again by an invalidation. */
+	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
+	memset(x.b + 40000, 0x5a, 20000);
+	s = sge_of(x.a + 40000, 20000, x.ma);
+	wr.opcode = ODPEMU_WR_RDMA_READ;
+	wr.remote_addr = (uint64_t)(uintptr_t)x.b + 40000;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "read into ODP");
+	pair_run(p, 10000000000ull);
+	wc = one_wc(p, 0, true, "read");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read landing through faults");
+	T_CHECK(memcmp(x.a + 40000, x.b + 40000, 20000) == 0, "landed data");
+	nic_qp_counters(p->s[0].qp, &c);
+	T_CHECK(c.faults_req >= 2, "requester faults counted");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_dereg_and_rekey(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+	uint32_t old;
+
+	bufs_new(p, &x, RW, RW);
+	old = nic_mr_rkey(x.mb);
+	T_EQ(nic_mr_dereg(x.mb), 0, "dereg");
+	x.mb = pair_mr(p, 1, x.b, BUF, RW);
+	T_CHECK(nic_mr_rkey(x.mb) != old, "re-registration changes the key");
+	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = old };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "write with the stale key");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "stale key");
+	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "stale key refused");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_bad_lkey(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = { (uint64_t)(uintptr_t)x.a, 100, 0xabcdef };
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		.rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "bad lkey");
+	T_EQ(wc.status, ODPEMU_WC_LOC_PROT_ERR, "bad lkey");
+	T_EQ(wc.vendor_err, NIC_VERR_BAD_LKEY, "vendor err");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+static void test_ud(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge rs = sge_of(x.b, 2000, x.mb);
+	struct nic_recv_wr rwr = { 77, &rs, 1 };
+	struct nic_sge s = sge_of(x.a, 500, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND_WITH_IMM,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1, .imm_data = 5,
+		.ud_dgid = p->s[1].gid, .remote_qpn = nic_qp_num(p->s[1].ud),
+		.remote_qkey = 0x1234 };
+
+	T_EQ(nic_post_recv(p->s[1].ud, &rwr, 0), 0, "ud recv");
+	T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send");
+	pair_run(p, 1000000000);
+	wc = one_wc(p, 0, true, "ud send");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "ud send");
+	wc = one_wc(p, 1, false, "ud recv");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "ud recv");
+	T_EQ(wc.byte_len, 540, "GRH + data");
+	T_CHECK(wc.wc_flags & NIC_WC_GRH, "GRH flag");
+	T_EQ(wc.src_qp, nic_qp_num(p->s[0].ud), "src qp");
+	T_EQ(x.b[20], 0x45, "IPv4 header in the GRH");
+	T_CHECK(memcmp(x.b + 40, x.a, 500) == 0, "ud data");
+	/* Wrong Q_Key: dropped and counted. */
+	wr.remote_qkey = 0x9999;
+	T_EQ(nic_post_recv(p->s[1].ud, &rwr, 0), 0, "ud recv 2");
+	T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send bad qkey");
+	pair_run(p, 1000000000);
+	T_CHECK(!pair_poll(p, 1, false, &wc), "bad qkey not delivered");
+	struct nic_qp_counters c;
+
+	nic_qp_counters(p->s[1].ud, &c);
+	T_EQ(c.drops[NIC_DROP_BAD_QKEY], 1, "bad qkey counted");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+int main(int argc, char **argv)
+{
+	rng.s = t_seed(argc, argv, 1);
+	test_send_sizes();
+	test_send_imm_inline_unsignaled();
+	test_write_read();
+	test_atomics();
+	test_flush();
+	test_bad_rkey_flush();
+	test_recv_too_small();
+	test_rnr();
+	test_loss_retransmit();
+	test_odp_responder(NIC_FAULT_STALL);
+	test_odp_responder(NIC_FAULT_RNR);
+	test_odp_fault_fails();
+	test_odp_requester_and_read_landing();
+	test_dereg_and_rekey();
+	test_bad_lkey();
+	test_ud();
+	return t_done("nic-rc-ops");
+}
