@@ -40,6 +40,7 @@ static void advance_una(struct nic_qp *qp, uint32_t psn)
 		qp->req.una = psn;
 		qp->req.retry_left = qp->attr.retry_cnt;
 		qp->req.rnr_left = qp->attr.rnr_retry;
+		nic_qp_schedule(qp);	/* the window opened: the requester may go on */
 	}
 	update_timer(qp);
 }
@@ -91,9 +92,14 @@ static uint32_t read_resume_psn(const struct nic_qp *qp, const struct nic_swqe *
 	return roce_psn_add(w->first_psn, w->landed / qp->pmtu);
 }
 
+/* The first completion after an error must carry its cause: without a WQE holding the
+ * PSN, the oldest outstanding WQE takes it. */
 static void fail_wqe(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
 		     unsigned verr)
 {
+	for (uint64_t i = qp->sq.head; !w && i < qp->sq.tail; i++)
+		if (nic_sq_at(&qp->sq, i)->state != NIC_SWQE_DONE)
+			w = nic_sq_at(&qp->sq, i);
 	if (w)
 		nic_swqe_complete(qp, w, st, verr);
 	else
@@ -107,6 +113,8 @@ static void on_nak(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 	switch (roce_syndrome_value(syn)) {
 	case ROCE_NAK_PSN_SEQ_ERR:
 		qp->ctr.seq_naks_received++;
+		if (qp->req.waiting_rnr)
+			return;	/* packets sent behind the RNR-NAKed one: the timer resends */
 		advance_una(qp, psn);
 		if (qp->req.retry_left == 0)
 			return fail_wqe(qp, w, ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);

@@ -136,7 +136,11 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 	}
 	base_hdr(qp, &h, op, psn);
 	h.bth.se = (w->wr.send_flags & ODPEMU_SEND_SOLICITED) && off + n == w->length;
-	h.bth.ackreq = off + n == w->length || (k + 1) % NIC_ACKREQ_EVERY == 0;
+	/* AckReq: at the message end, periodically, and when this packet fills the window
+	 * (else a small window would stall waiting for an ACK nobody asked for). */
+	h.bth.ackreq = off + n == w->length || (k + 1) % NIC_ACKREQ_EVERY == 0 ||
+		       (uint32_t)roce_psn_diff(roce_psn_next(psn), qp->req.una) >=
+		       qp->nic->cfg.max_inflight;
 	if (roce_opcode_table[op].mask & ROCE_M_RETH)
 		h.reth = (struct roce_reth){ w->wr.remote_addr, w->wr.rkey, w->length };
 	h.imm = w->wr.imm_data;

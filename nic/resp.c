@@ -61,9 +61,12 @@ static enum verdict nak(struct nic_qp *qp, uint32_t psn, enum roce_nak_code code
 	return V_DONE;
 }
 
+/* After an RNR NAK the packets behind it are dropped silently (no sequence NAK) until the
+ * requester resends from the NAKed PSN (IBA 9.7.5.2.8). */
 static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
 {
 	qp->ctr.rnr_naks_sent++;
+	qp->resp.nak_sent = true;
 	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_rnr_nak(qp->attr.min_rnr_timer),
 	       NULL, 0, 0);
 	return V_RNR;
