@@ -19,8 +19,8 @@ int nic_create(const struct nic_config *cfg, struct nic **out)
 	nic->cfg = *cfg;
 	if (!nic->cfg.active_mtu)
 		nic->cfg.active_mtu = ODPEMU_MTU_4096;
-	if (!nic->cfg.stall_queue)
-		nic->cfg.stall_queue = 64;
+	if (!nic->cfg.stall_queue)	/* hold a whole window behind a fault (no go-back-N) */
+		nic->cfg.stall_queue = 256;
 	if (!nic->cfg.max_inflight)
 		nic->cfg.max_inflight = 256;
 	if (cfg->attr.max_qp)

@@ -87,7 +87,7 @@ struct nic_config {
 	struct nic_device_attr attr;	/* limits; zero: nic_device_attr_default() */
 	struct nic_ports ports;
 	/* Responder stall policy: inbound packets a QP holds behind a page fault before it
-	 * drops (and go-back-N recovers). 0: 64. */
+	 * drops (and go-back-N recovers). 0: 256 (max_inflight's default). */
 	unsigned stall_queue;
 	/* Requester: packets in flight (sent, not acknowledged) per QP. 0: 256. */
 	unsigned max_inflight;
@@ -230,7 +230,8 @@ struct nic_send_wr {
 	uint32_t imm_data;		/* *_WITH_IMM (host order); SEND_WITH_INV: rkey */
 	uint64_t remote_addr;		/* RDMA, atomics, FLUSH, ATOMIC_WRITE */
 	uint32_t rkey;
-	uint64_t compare_add, swap;	/* atomics; ATOMIC_WRITE: swap is the 8-byte value */
+	uint64_t compare_add, swap;	/* atomics (ATOMIC_WRITE takes its 8 bytes from one
+					 * 8-byte SGE, as ibv_wr_atomic_write's buffer) */
 	uint8_t flush_type, flush_level; /* FLUSH: enum roce_flush_plt bits, roce_flush_sel */
 	uint32_t flush_len;		/* FLUSH of [remote_addr, +flush_len) */
 	/* UD */

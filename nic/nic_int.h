@@ -99,7 +99,6 @@ enum nic_swqe_state {
 struct nic_swqe {
 	struct nic_send_wr wr;		/* sg_list points at sge (or nothing: inline) */
 	struct nic_sge sge[NIC_MAX_SGE];
-	uint8_t inline_data[NIC_MAX_INLINE];
 	uint32_t length;		/* total bytes of the message */
 	uint32_t first_psn, npkts;	/* assigned when the first packet goes out */
 	bool psn_assigned;
@@ -109,6 +108,7 @@ struct nic_swqe {
 	enum odpemu_wc_status status;
 	unsigned vendor_err;
 	bool signaled;
+	uint8_t inline_data[NIC_MAX_INLINE];	/* last: copy_wqe clears what comes before */
 };
 
 /* Absolute, ever-increasing positions; slot = position % size. */

@@ -64,6 +64,8 @@ uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge)
 static void copy_wqe(struct nic_qp *qp, struct nic_swqe *w, const struct nic_send_wr *wr,
 		     uint32_t len)
 {
+	/* Every field but the inline buffer: a slot is reused, and a stale PSN assignment
+	 * would resend this WR with the previous one's numbers. */
 	memset(w, 0, offsetof(struct nic_swqe, inline_data));
 	w->wr = *wr;
 	w->length = len;

@@ -29,7 +29,8 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 		p->dropped++;
 		return;
 	}
-	q = &p->q[(p->qhead + p->qcount++) % PAIR_PKTQ];
+	q = p->spare[--p->nspare];
+	p->q[(p->qhead + p->qcount++) % PAIR_PKTQ] = q;
 	q->to = to;
 	q->len = (uint32_t)len;
 	memcpy(q->buf, pkt, len);
@@ -133,7 +134,8 @@ static void make_side(struct pair *p, int i, const struct pair_qp_opts *o)
 {
 	struct pair_side *s = &p->s[i];
 	struct nic_config cfg = { .gid = nic_gid_from_v4(0x0a000001u + (uint32_t)i),
-		.ports = ports_for(p, i) };
+		.ports = ports_for(p, i), .max_inflight = o->max_inflight,
+		.fault_around = o->fault_around };
 	struct nic_qp_init qi = { .type = ODPEMU_QPT_RC, .max_send_wr = o->max_send_wr,
 		.max_recv_wr = o->max_recv_wr, .max_send_sge = 4, .max_recv_sge = 4,
 		.max_inline_data = 64, .fault_policy = o->policy };
@@ -167,6 +169,13 @@ struct pair *pair_new(const struct pair_qp_opts *opts)
 	if (!o.mtu)
 		o.mtu = ODPEMU_MTU_1024;
 	p->q = calloc(PAIR_PKTQ, sizeof(*p->q));
+	/* One more buffer than the ring holds: the packet being delivered is out of the ring
+	 * but still in use while its nic_rx sends more. */
+	p->pool = calloc(PAIR_PKTQ + 1, sizeof(*p->pool));
+	p->spare = calloc(PAIR_PKTQ + 1, sizeof(*p->spare));
+	T_CHECK(p->q && p->pool && p->spare, "pair: out of memory");
+	for (unsigned k = 0; k <= PAIR_PKTQ; k++)
+		p->spare[p->nspare++] = &p->pool[PAIR_PKTQ - k];
 	for (int i = 0; i < 2; i++)
 		make_side(p, i, &o);
 	connect_rc(p, &o);
@@ -194,6 +203,8 @@ void pair_free(struct pair *p)
 		T_EQ(nic_destroy(s->nic), 0, "nic destroy");
 	}
 	free(p->q);
+	free(p->pool);
+	free(p->spare);
 	free(p);
 }
 
@@ -218,21 +229,27 @@ static void answer_faults(struct pair *p, int i)
 	}
 }
 
+static bool faults_due(const struct pair *p)
+{
+	return !p->hold_faults && (p->s[0].nfaults || p->s[1].nfaults);
+}
+
 void pair_run(struct pair *p, uint64_t max_ns)
 {
 	uint64_t end = p->now + max_ns;
 
 	for (unsigned guard = 0; guard < 10000000; guard++) {
-		if (p->qcount) {
-			struct pair_pkt *q = &p->q[p->qhead];
+		if (p->qcount && !(p->eager_faults && faults_due(p))) {
+			struct pair_pkt *q = p->q[p->qhead];
 
 			p->qhead = (p->qhead + 1) % PAIR_PKTQ;
 			p->qcount--;
 			p->delivered++;
 			nic_rx(p->s[q->to].nic, q->buf, q->len, &p->s[!q->to].gid, p->now);
+			p->spare[p->nspare++] = q;
 			continue;
 		}
-		if (!p->hold_faults && (p->s[0].nfaults || p->s[1].nfaults)) {
+		if (faults_due(p)) {
 			p->now += p->fault_latency_ns;
 			answer_faults(p, 0);
 			answer_faults(p, 1);

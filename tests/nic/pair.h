@@ -37,8 +37,12 @@ struct pair_side {
 
 struct pair {
 	struct pair_side s[2];
-	struct pair_pkt *q;	/* ring of PAIR_PKTQ */
+	struct pair_pkt **q;	/* ring of PAIR_PKTQ packets in flight, oldest at qhead */
 	unsigned qhead, qcount;
+	/* Packet buffers, reused last-freed-first: the few in flight stay in cache, so
+	 * nic-bench measures the NIC rather than misses on a 17 MB ring. */
+	struct pair_pkt *pool, **spare;
+	unsigned nspare;
 	uint64_t now;
 	uint64_t sent, delivered, dropped;
 	/* knobs */
@@ -47,6 +51,8 @@ struct pair {
 	bool fail_faults;	/* answer faults with -EFAULT */
 	bool hold_faults;	/* do not answer faults until cleared */
 	bool readonly_faults;	/* answer with read-only pages */
+	bool eager_faults;	/* answer faults before the next packet (default: once the
+				 * wire is empty, i.e. after every packet in flight) */
 	uint64_t fault_latency_ns;
 	uint64_t faults_answered;
 };
@@ -57,6 +63,9 @@ struct pair_qp_opts {
 	unsigned access;		/* QP remote access flags */
 	enum odpemu_mtu mtu;
 	unsigned max_send_wr, max_recv_wr;
+	/* nic_config of both NICs (0: the nic defaults), for nic-bench */
+	unsigned max_inflight;
+	uint64_t fault_around;
 };
 
 /* Create both NICs, PDs, CQs and connect the RC and UD QPs. opts may be NULL. */

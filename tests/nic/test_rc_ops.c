@@ -558,6 +558,39 @@ static void test_ud(void)
 	pair_free(p);
 }
 
+/* More WRs than the send queue holds, over the QP's life: reused slots must not keep the
+ * previous WR's PSNs (regression: copy_wqe left them, the QP hung or hit RETRY_EXC). */
+static void test_sq_wraps(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	unsigned done = 0;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	for (unsigned round = 0; round < 3 * 256 / 64; round++) {
+		for (unsigned i = 0; i < 64; i++) {
+			struct nic_sge s = sge_of(x.a + i * 64, 64, x.ma);
+			struct nic_send_wr wr = { .wr_id = round * 64 + i,
+				.opcode = ODPEMU_WR_RDMA_WRITE, .send_flags = ODPEMU_SEND_SIGNALED,
+				.sg_list = &s, .num_sge = 1,
+				.remote_addr = (uint64_t)(uintptr_t)x.b + i * 64,
+				.rkey = nic_mr_rkey(x.mb) };
+
+			T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+		}
+		pair_run(p, 1000000000);
+		while (pair_poll(p, 0, true, &wc)) {
+			T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write in a reused slot");
+			done++;
+		}
+	}
+	T_EQ(done, 3 * 256, "every WR completed");
+	T_CHECK(memcmp(x.a, x.b, 64 * 64) == 0, "data");
+	bufs_free(&x);
+	pair_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	rng.s = t_seed(argc, argv, 1);
@@ -577,5 +610,6 @@ int main(int argc, char **argv)
 	test_dereg_and_rekey();
 	test_bad_lkey();
 	test_ud();
+	test_sq_wraps();
 	return t_done("nic-rc-ops");
 }
