@@ -70,7 +70,7 @@ enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_
 		struct iopt_xlate x;
 		int rc = iopt_translate(mr->iopt, va + done, len - done, access, &x);
 
-		if (copy_extents(c->qp, &x, (uint8_t *)buf + done, to_mem))
+		if (buf && copy_extents(c->qp, &x, (uint8_t *)buf + done, to_mem))
 			res = NIC_DMA_HOST;
 		done += x.done;
 		if (rc == -EFAULT && res == NIC_DMA_OK)
@@ -89,27 +89,7 @@ enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_
 enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
 				  uint32_t len, unsigned access)
 {
-	enum nic_dma_result res = NIC_DMA_OK;
-	uint64_t done = 0;
-	struct iopt_dma dma;
-
-	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
-		return NIC_DMA_RANGE;
-	iopt_dma_begin(mr->iopt, &dma);
-	while (done < len && res == NIC_DMA_OK) {
-		struct iopt_xlate x;
-		int rc = iopt_translate(mr->iopt, va + done, len - done, access, &x);
-
-		done += x.done;
-		if (rc == -EFAULT)
-			res = NIC_DMA_FAULT;
-		else if (rc && rc != -E2BIG)
-			res = NIC_DMA_HOST;
-	}
-	iopt_dma_end(&dma);
-	if (res == NIC_DMA_FAULT)
-		res = raise_fault(c, mr, (va + done) & ~NIC_PAGE_MASK, len - done, access);
-	return res;
+	return nic_dma_mr(c, mr, va, NULL, len, false, access);	/* translate, copy nothing */
 }
 
 /* Atomic read-modify-write of the aligned 8-byte word at va, in one bracket, little-endian

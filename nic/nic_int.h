@@ -275,6 +275,7 @@ struct nic_dma_ctx {
 	bool faulted;			/* a fault was raised (on dom) */
 	struct iopt *dom;
 };
+/* buf NULL: translate (and fault) only, copy nothing. */
 enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
 			       void *buf, uint32_t len, bool to_mem, unsigned iopt_access);
 enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge,

@@ -117,6 +117,17 @@ static void local_error(struct nic_qp *qp, struct nic_swqe *w, enum nic_dma_resu
 	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, verr);
 }
 
+/* Gather, or stop: a fault parks the queue (resumed by the waiter), an error completes w. */
+static bool gather_ok(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, uint8_t *buf,
+		      uint32_t n)
+{
+	enum nic_dma_result res = gather(qp, w, off, buf, n);
+
+	if (res != NIC_DMA_OK && res != NIC_DMA_FAULT)
+		local_error(qp, w, res);
+	return res == NIC_DMA_OK;
+}
+
 /* Send the next packet of a SEND/WRITE/ATOMIC_WRITE. false: stopped (fault or error). */
 static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 {
@@ -125,15 +136,10 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 	uint32_t k = off / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
 	uint8_t op = w->wr.opcode == ODPEMU_WR_ATOMIC_WRITE ? ROCE_OP_RC_ATOMIC_WRITE :
 		     seg_opcode(w, off, n);
-	enum nic_dma_result res = gather(qp, w, off, buf, n);
 	struct roce_hdr h;
 
-	if (res == NIC_DMA_FAULT)
+	if (!gather_ok(qp, w, off, buf, n))
 		return false;
-	if (res != NIC_DMA_OK) {
-		local_error(qp, w, res);
-		return false;
-	}
 	base_hdr(qp, &h, op, psn);
 	h.bth.se = (w->wr.send_flags & ODPEMU_SEND_SOLICITED) && off + n == w->length;
 	/* AckReq: at the message end, periodically, and when this packet fills the window
@@ -179,15 +185,10 @@ static void send_request(struct nic_qp *qp, struct nic_swqe *w)
 static bool send_ud(struct nic_qp *qp, struct nic_swqe *w)
 {
 	uint8_t buf[NIC_PKT_MAX];
-	enum nic_dma_result res = gather(qp, w, 0, buf, w->length);
 	struct roce_hdr h;
 
-	if (res == NIC_DMA_FAULT)
+	if (!gather_ok(qp, w, 0, buf, w->length))
 		return false;
-	if (res != NIC_DMA_OK) {
-		local_error(qp, w, res);
-		return false;
-	}
 	memset(&h, 0, sizeof(h));
 	h.bth.opcode = w->wr.opcode == ODPEMU_WR_SEND_WITH_IMM ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE
 							       : ROCE_OP_UD_SEND_ONLY;
