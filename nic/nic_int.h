@@ -164,6 +164,7 @@ struct nic_resp {
 	int fault_err;			/* the fault failed: the next DMA reports it */
 	struct nic_held *held;
 	unsigned nheld, held_head, held_cap;
+	bool stall_overflowed;		/* packets dropped since the queue filled */
 	/* an error to report once the QP goes to ERR */
 };
 

@@ -489,6 +489,18 @@ static bool qp_allows(const struct nic_qp *qp, const struct roce_pkt *pkt)
 	}
 }
 
+/* NAK PSN sequence error for the expected PSN, once per gap (IBA 9.7.5.2.1): it also
+ * acknowledges everything before it. */
+static void seq_nak(struct nic_qp *qp)
+{
+	if (qp->resp.nak_sent)
+		return;
+	qp->resp.nak_sent = true;
+	qp->ctr.seq_naks_sent++;
+	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, qp->resp.epsn, roce_syndrome_nak(ROCE_NAK_PSN_SEQ_ERR),
+	       NULL, 0, 0);
+}
+
 static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	struct nic_resp *r = &qp->resp;
@@ -498,12 +510,7 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
 		qp->ctr.drops[NIC_DROP_SEQ_ERR_SILENT]++;
-		if (!r->nak_sent) {
-			r->nak_sent = true;
-			qp->ctr.seq_naks_sent++;
-			answer(qp, ROCE_OP_RC_ACKNOWLEDGE, r->epsn,
-			       roce_syndrome_nak(ROCE_NAK_PSN_SEQ_ERR), NULL, 0, 0);
-		}
+		seq_nak(qp);
 		return V_DONE;
 	}
 	if (d < 0)
@@ -535,6 +542,7 @@ static bool hold(struct nic_qp *qp, const struct roce_pkt *pkt)
 	if (r->nheld == r->held_cap) {
 		qp->ctr.stall_drops++;
 		qp->ctr.drops[NIC_DROP_STALL_FULL]++;
+		r->stall_overflowed = true;
 		return false;
 	}
 	h = &r->held[(r->held_head + r->nheld) % r->held_cap];
@@ -614,5 +622,13 @@ void nic_resp_run(struct nic_qp *qp)
 		}
 		r->held_head = (r->held_head + 1) % r->held_cap;
 		r->nheld--;
+	}
+	if (!r->nheld && !r->faulting && r->stall_overflowed) {
+		/* Packets beyond the queue were dropped and the requester may have nothing
+		 * more in flight: ask for them now rather than after its ACK timeout, and
+		 * acknowledge what the held packets did (else a small queue and a slow
+		 * handler exhaust retry_cnt while every round makes progress). */
+		r->stall_overflowed = false;
+		seq_nak(qp);
 	}
 }

@@ -95,9 +95,11 @@ static void describe_outstanding(struct sim *s)
 	size_t len = strlen(s->why);
 
 	for (unsigned i = 0; i < s->nqps && len + 80 < sizeof(s->why); i++)
-		if (s->qps[i].sq.n || s->qps[i].reset_stage)
-			len += (size_t)snprintf(s->why + len, sizeof(s->why) - len, "; qp %u: %zu WRs out, reset stage %d",
-						s->qps[i].qpn, s->qps[i].sq.n, s->qps[i].reset_stage);
+		if (s->qps[i].sq.n || s->qps[i].rq.n || s->qps[i].reset_stage)
+			len += (size_t)snprintf(s->why + len, sizeof(s->why) - len,
+						"; qp %u (client %u): %zu WRs and %zu RECVs out, reset stage %d",
+						s->qps[i].qpn, s->qps[i].client, s->qps[i].sq.n, s->qps[i].rq.n,
+						s->qps[i].reset_stage);
 }
 
 /* One turn of the loop: jump to the earliest event and run everything due then. */
@@ -129,6 +131,8 @@ static bool step(struct sim *s)
 			nic_tick(s->nics[i].nic, s->now);
 	workload_actions_due(s);
 	pair_reset_poll(s);
+	model_poll_all(s);
+	pair_reset_poll(s);	/* the flushes just polled may have drained a pair */
 	model_poll_all(s);
 	workload_keep_ud_recvs(s);
 	return !s->failed;
