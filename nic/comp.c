@@ -183,9 +183,18 @@ static void on_read_response(struct nic_qp *qp, const struct roce_pkt *pkt, stru
 		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
 		return;
 	}
-	if (psn != expect) {	/* a response went missing: ask again from the gap */
-		if (roce_psn_diff(psn, expect) > 0)
+	if (psn != expect) {
+		/* A response went missing (or was overtaken): ask again from the gap, once
+		 * per gap. The rest of the first stream is still arriving and would open
+		 * the same gap again; asking each time multiplies the stream (rxe asks each
+		 * time, fine on its in-order links, a storm on a reordering one). A lost
+		 * re-request is the ACK timer's. */
+		if (roce_psn_diff(psn, expect) > 0 &&
+		    !(qp->req.read_gap_asked && qp->req.read_gap_psn == expect)) {
+			qp->req.read_gap_asked = true;
+			qp->req.read_gap_psn = expect;
 			go_back(qp, expect);
+		}
 		return;
 	}
 	if (w->landed + pkt->payload_len > w->length ||
@@ -219,8 +228,17 @@ static void on_ack(struct nic_qp *qp, uint32_t psn)
 {
 	struct nic_swqe *w = wqe_of(qp, psn);
 
+	/* A READ or atomic at psn completes only with its own response. The responder may
+	 * re-ACK its last executed PSN (a duplicate SEND/WRITE, C9-105) before that response
+	 * arrives or after it was lost: progress stops short of it, and if the response never
+	 * comes the ACK timer asks again (the responder replays it). */
+	if (w && !acked_by_ack(w->wr.opcode)) {
+		advance_una(qp, w->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, w)
+								     : w->first_psn);
+		return;
+	}
 	/* The ACK covers psn itself: a SEND/WRITE-like WQE ending at psn is done too. */
-	if (w && acked_by_ack(w->wr.opcode) && last_psn(w) == psn && w->state == NIC_SWQE_SENT)
+	if (w && last_psn(w) == psn && w->state == NIC_SWQE_SENT)
 		nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
 	advance_una(qp, roce_psn_next(psn));
 }

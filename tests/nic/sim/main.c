@@ -38,6 +38,7 @@ static void draw_config(struct sim *s, unsigned allowed)
 {
 	struct sim_cfg *c = &s->cfg;
 	static const unsigned loss[] = { 1000, 10000, 30000 }, dup[] = { 1000, 10000, 30000 };
+	static const unsigned reorder[] = { 1000, 10000, 30000 };
 	static const uint64_t around[] = { 0, 4096, 2ull << 20 };
 
 	c->features = 0;
@@ -54,7 +55,7 @@ static void draw_config(struct sim *s, unsigned allowed)
 	c->phase_span = 2 * SIM_MS;
 	c->net.loss_ppm = (c->features & SIM_F(LOSS)) ? loss[t_below(&s->rng, 3)] : 0;
 	c->net.dup_ppm = (c->features & SIM_F(DUP)) ? dup[t_below(&s->rng, 3)] : 0;
-	c->net.reorder_ppm = (c->features & SIM_F(REORDER)) ? 20000 + (unsigned)t_below(&s->rng, 80000) : 0;
+	c->net.reorder_ppm = (c->features & SIM_F(REORDER)) ? reorder[t_below(&s->rng, 3)] : 0;
 	c->net.delay_min = 1 * SIM_US;
 	c->net.delay_max = c->net.delay_min + t_below(&s->rng, 20 * SIM_US);
 	c->net.reorder_extra = 50 * SIM_US;

@@ -165,6 +165,9 @@ void model_predict(struct sim *s, struct qpm *q, struct xwr *w, uint32_t recv_ca
 		if (!seg_ok(s, c, &w->seg[i], lw)) {
 			w->ok = ST(LOC_PROT_ERR);
 			w->recv_ok = 0;	/* never sent (or its result never lands) */
+			/* an atomic is sent before its result buffer is touched: the
+			 * responder may have executed it (retire_wr: unknown bytes) */
+			w->lands_remote = is_atomic(w->op) && remote_ok(s, q, w, 8);
 			return;
 		}
 	if (remote && (rlen || w->op == ODPEMU_WR_FLUSH) && !remote_ok(s, q, w, rlen)) {
@@ -253,6 +256,8 @@ int model_post_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send
 	s->posted++;
 	sim_trace(s, "post qp %u #%" PRIx64 " %s len %u%s ok 0x%x", q->qpn, w->wr_id, op_str(w), w->len,
 		  w->signaled ? "" : " unsignaled", w->ok);
+	if (s->verbose >= 2 && w->rkey)
+		sim_trace(s, "  remote mr %d va 0x%" PRIx64 " rkey 0x%x", w->rmr, w->rva, w->rkey);
 	for (unsigned i = 0; i < w->nseg && s->verbose >= 2; i++)
 		sim_trace(s, "  seg mr %d va 0x%" PRIx64 " len %u", w->seg[i].mr, w->seg[i].va, w->seg[i].len);
 	rc = nic_post_send(q->qp, wr, s->now);

@@ -2,8 +2,9 @@
 /* The wire: ports.send puts a copy of the packet in a priority queue by delivery time;
  * the event loop hands due packets to nic_rx of the device owning the destination GID.
  * Seeded impairments: loss, duplication (a second copy with its own delay), reordering (a
- * packet is held back past later ones) and delay. Without the reorder feature a link
- * (source, destination) stays FIFO, as a real path mostly does. */
+ * packet is held back past later ones) and delay. Apart from held-back packets a link
+ * (source, destination) stays FIFO, as a real path mostly does: RoCE assumes in-order
+ * paths, and go-back-N on a link that shuffles every burst is a storm by design. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,9 +47,9 @@ static void schedule(struct sim *s, int src, int dst, const uint8_t *bytes, size
 	p->len = len;
 	memcpy(p->data, bytes, len);
 	if (chance_ppm(s, c->reorder_ppm)) {
-		t += c->reorder_extra;
+		t += c->reorder_extra;	/* held back: later packets overtake it */
 		s->net.reordered++;
-	} else if (!(s->cfg.features & SIM_F(REORDER))) {
+	} else {
 		if (t < link_last[src][dst])
 			t = link_last[src][dst];
 		link_last[src][dst] = t;
