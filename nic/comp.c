@@ -86,6 +86,19 @@ static void go_back(struct nic_qp *qp, uint32_t psn)
 	nic_qp_schedule(qp);
 }
 
+/* A READ or atomic answer is missing: resend from psn, once per psn. Every later answer
+ * still arriving from the first stream shows the same gap; resending for each multiplies
+ * the stream (rxe resends each time, fine on its in-order links, a storm once packets
+ * reorder). A lost re-request is the ACK timer's to repeat. */
+static void ask_again(struct nic_qp *qp, uint32_t psn)
+{
+	if (qp->req.gap_asked && qp->req.gap_psn == psn)
+		return;
+	qp->req.gap_asked = true;
+	qp->req.gap_psn = psn;
+	go_back(qp, psn);
+}
+
 /* The PSN the requester still needs an answer for, inside a READ (its next response). */
 static uint32_t read_resume_psn(const struct nic_qp *qp, const struct nic_swqe *w)
 {
@@ -183,18 +196,9 @@ static void on_read_response(struct nic_qp *qp, const struct roce_pkt *pkt, stru
 		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
 		return;
 	}
-	if (psn != expect) {
-		/* A response went missing (or was overtaken): ask again from the gap, once
-		 * per gap. The rest of the first stream is still arriving and would open
-		 * the same gap again; asking each time multiplies the stream (rxe asks each
-		 * time, fine on its in-order links, a storm on a reordering one). A lost
-		 * re-request is the ACK timer's. */
-		if (roce_psn_diff(psn, expect) > 0 &&
-		    !(qp->req.read_gap_asked && qp->req.read_gap_psn == expect)) {
-			qp->req.read_gap_asked = true;
-			qp->req.read_gap_psn = expect;
-			go_back(qp, expect);
-		}
+	if (psn != expect) {	/* a response went missing (or was overtaken) */
+		if (roce_psn_diff(psn, expect) > 0)
+			ask_again(qp, expect);
 		return;
 	}
 	if (w->landed + pkt->payload_len > w->length ||
@@ -256,9 +260,9 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return;
 	}
 	lost = complete_before(qp, psn);
-	if (lost) {
-		go_back(qp, lost->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, lost)
-								   : lost->first_psn);
+	if (lost) {	/* an answer for a later PSN: lost's own answer was lost */
+		ask_again(qp, lost->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, lost)
+								    : lost->first_psn);
 		return;
 	}
 	w = wqe_of(qp, psn);

@@ -182,9 +182,9 @@ struct nic_req {
 	struct iopt *fault_dom;
 	bool faulting;
 	int fault_err;
-	/* a READ response gap already asked for again (comp.c on_read_response) */
-	uint32_t read_gap_psn;
-	bool read_gap_asked;
+	/* a missing READ/atomic answer already asked for again (comp.c ask_again) */
+	uint32_t gap_psn;
+	bool gap_asked;
 	/* go-back-N point when a retransmission is pending */
 	bool need_retry;
 	uint32_t retry_psn;

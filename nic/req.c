@@ -221,12 +221,13 @@ static bool may_start(const struct nic_qp *qp, const struct nic_swqe *w)
 	return true;
 }
 
-/* UD has no acknowledgements, so no window: una never moves there. */
+/* UD has no acknowledgements, so no window: una never moves there. During a resend the
+ * next PSN may fall behind una (an ACK for the original overtook the resend): open. */
 static bool window_open(const struct nic_qp *qp)
 {
 	if (qp->type == ODPEMU_QPT_UD)
 		return true;
-	return (uint32_t)roce_psn_diff(qp->req.psn, qp->req.una) < qp->nic->cfg.max_inflight;
+	return roce_psn_diff(qp->req.psn, qp->req.una) < (int32_t)qp->nic->cfg.max_inflight;
 }
 
 static void assign_psns(struct nic_qp *qp, struct nic_swqe *w)

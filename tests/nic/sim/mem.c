@@ -354,6 +354,19 @@ uint64_t view_host(struct sim *s, const struct mrm *m, uint64_t va)
 	return va | (p ? (uint64_t)p->gen << SIM_GEN_SHIFT : 0);
 }
 
+/* Does m see the pages the CPU sees? An ODP MR always does; a pinned MR stops seeing a
+ * page once the host remapped it (decoherence). */
+bool view_coherent(struct sim *s, const struct mrm *m, uint64_t va, uint64_t len)
+{
+	for (uint64_t a = va & ~(uint64_t)(SIM_PAGE - 1); a < va + len; a += SIM_PAGE) {
+		struct page *p = host_page(mr_host(s, m), a);
+
+		if (view_host(s, m, a) != (a | (p ? (uint64_t)p->gen << SIM_GEN_SHIFT : 0)))
+			return false;
+	}
+	return true;
+}
+
 enum view_op { V_READ, V_EXPECT, V_UNKNOWN, V_CHECK };
 
 /* Apply op to [va, va+len) as m sees it; V_CHECK returns the offset of the first

@@ -284,7 +284,8 @@ int model_post_recv(struct sim *s, struct qpm *q, struct xrecv *r, bool srq)
 	}
 	fifo_push(srq ? &c->srq_recvs : &q->rq, r);
 	if (s->verbose >= 2)
-		sim_trace(s, "post recv qp %u%s #%" PRIx64 " cap %u", q->qpn, srq ? " srq" : "", r->wr_id, r->cap);
+		sim_trace(s, "post recv qp %u%s #%" PRIx64 " cap %u va 0x%" PRIx64, q->qpn, srq ? " srq" : "",
+			  r->wr_id, r->cap, r->nseg ? r->seg[0].va : 0);
 	rc = srq ? nic_srq_post_recv(c->srq, &wr, s->now) : nic_post_recv(q->qp, &wr, s->now);
 	if (rc)
 		sim_fail(s, "post_recv(qp %u%s, cap %u) returned %d", q->qpn, srq ? " srq" : "", r->cap, rc);

@@ -186,6 +186,7 @@ void host_unpin(struct host *h, uint64_t hostaddr, uint64_t len);
 /* ---- views: bytes as an MR sees them (pinned: its frames; ODP: the current mapping) ---- */
 struct mrm;
 uint64_t view_host(struct sim *s, const struct mrm *m, uint64_t va);
+bool view_coherent(struct sim *s, const struct mrm *m, uint64_t va, uint64_t len);
 void view_read(struct sim *s, const struct mrm *m, uint64_t va, void *dst, size_t len);
 void view_expect(struct sim *s, const struct mrm *m, uint64_t va, const void *src, size_t len);
 void view_unknown(struct sim *s, const struct mrm *m, uint64_t va, size_t len);

@@ -639,7 +639,9 @@ static void act_post_ud(struct sim *s, int src)
 	w->len = 8 + (uint32_t)t_below(&s->rng, ud_mtu(s, q, d) - 8 + 1);
 	w->data = malloc(w->len);
 	w->imm = (uint32_t)t_rand(&s->rng);
-	if (!w->data || alloc_buf(s, c, &c->mrs[mr], w->len, 1, &w->seg[0].va)) {
+	if (!w->data || alloc_buf(s, c, &c->mrs[mr], w->len, 1, &w->seg[0].va) ||
+	    !view_coherent(s, &c->mrs[mr], w->seg[0].va, w->len)) {
+		/* the message id is written by the CPU: the NIC must see it */
 		free(w->data);
 		free(w);
 		return;
