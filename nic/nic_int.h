@@ -147,7 +147,7 @@ struct nic_resp {
 	/* message in progress */
 	bool in_send, in_write;
 	struct nic_rwqe rwqe;		/* SEND: the receive WQE being filled */
-	bool rwqe_from_srq;
+	bool rwqe_held;			/* rwqe is taken and not yet completed */
 	uint32_t recv_off;		/* SEND: bytes placed so far */
 	uint64_t write_va;		/* WRITE: next va */
 	struct nic_mr *write_mr;	/* valid while write_mr_key still finds it */

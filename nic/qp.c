@@ -223,19 +223,19 @@ static void stop_engines(struct nic_qp *qp)
 	qp->req.waiting_rnr = qp->req.need_retry = false;
 	qp->resp.nheld = 0;
 	qp->resp.stall_overflowed = false;
-	qp->resp.in_send = qp->resp.in_write = false;
+	qp->resp.in_send = qp->resp.in_write = qp->resp.rwqe_held = false;
 }
 
-/* A SEND cut short by the error already took its receive WQE off the RQ (or SRQ): it is
- * the oldest receive WQE of this QP, so it flushes first. */
-static void flush_partial_recv(struct nic_qp *qp)
+/* A SEND cut short by the error (or waiting on a fault) already took its receive WQE off
+ * the RQ or SRQ: it is the oldest receive WQE of this QP, so it flushes first. */
+static void flush_held_recv(struct nic_qp *qp)
 {
 	struct nic_wc wc = { .wr_id = qp->resp.rwqe.wr_id, .status = ODPEMU_WC_WR_FLUSH_ERR,
 		.opcode = ODPEMU_WC_RECV, .qp_num = qp->qpn, .vendor_err = NIC_VERR_FLUSH };
 
-	if (qp->resp.in_send)
+	if (qp->resp.rwqe_held)
 		nic_recv_complete(qp, &wc, false);
-	qp->resp.in_send = false;
+	qp->resp.rwqe_held = qp->resp.in_send = false;
 }
 
 void nic_qp_to_err(struct nic_qp *qp)
@@ -244,7 +244,7 @@ void nic_qp_to_err(struct nic_qp *qp)
 
 	qp->state = ODPEMU_QPS_ERR;
 	if (!was_err) {
-		flush_partial_recv(qp);
+		flush_held_recv(qp);
 		stop_engines(qp);
 		if (qp->srq)
 			nic_event(qp->nic, ODPEMU_EVENT_QP_LAST_WQE_REACHED, qp, NULL, NULL, NULL);

@@ -131,6 +131,7 @@ static void complete_recv(struct nic_qp *qp, const struct roce_pkt *pkt,
 		.byte_len = len, .qp_num = qp->qpn, .vendor_err = verr,
 		.src_qp = qp->attr.dest_qp_num };
 
+	qp->resp.rwqe_held = false;
 	if (pkt->mask & ROCE_M_IMMDT) {
 		wc.wc_flags |= NIC_WC_WITH_IMM;
 		wc.imm_data = pkt->h.imm;
@@ -152,13 +153,18 @@ static bool invalidate_rkey(struct nic_qp *qp, uint32_t rkey)
 	return true;
 }
 
-/* The receive WQE a SEND lands in: the one in progress, or (FIRST/ONLY) the next posted
- * one, taken only once its first packet has landed so a fault leaves the queue as it was. */
-static const struct nic_rwqe *send_target(const struct nic_qp *qp, const struct roce_pkt *pkt)
+/* The receive WQE a SEND lands in: taken by its FIRST/ONLY packet and held by the QP until
+ * it completes, also across a fault on that packet. Held, because a faulted DMA may have
+ * placed some bytes already: on an SRQ another QP must not take that buffer (ConnectX
+ * likewise owns a WQE once fetched). */
+static const struct nic_rwqe *send_target(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
-	if (!(pkt->mask & ROCE_M_FIRST))
-		return &qp->resp.rwqe;
-	return nic_rq_peek(qp->srq ? &qp->srq->rq : &qp->rq);
+	if ((pkt->mask & ROCE_M_FIRST) && !qp->resp.rwqe_held) {
+		if (!take_rwqe(qp))
+			return NULL;
+		qp->resp.rwqe_held = true;
+	}
+	return &qp->resp.rwqe;
 }
 
 static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
@@ -173,8 +179,6 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 	if (!w)
 		return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
 	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge)) {
-		if (pkt->mask & ROCE_M_FIRST)
-			take_rwqe(qp);
 		complete_recv(qp, pkt, ODPEMU_WC_LOC_LEN_ERR, ODPEMU_WC_RECV, off,
 			      NIC_VERR_RECV_TOO_SMALL);
 		r->in_send = false;
@@ -185,10 +189,8 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 	r->fault_err = 0;
 	if (res == NIC_DMA_FAULT)
 		return faulted(qp, &c);
-	if (pkt->mask & ROCE_M_FIRST) {
-		take_rwqe(qp);
+	if (pkt->mask & ROCE_M_FIRST)
 		r->in_send = true;
-	}
 	if (res != NIC_DMA_OK) {
 		complete_recv(qp, pkt, ODPEMU_WC_LOC_PROT_ERR, ODPEMU_WC_RECV, off,
 			      NIC_VERR_LOCAL_FAULT);

@@ -273,7 +273,9 @@ int model_post_recv(struct sim *s, struct qpm *q, struct xrecv *r, bool srq)
 	struct nic_recv_wr wr = { .sg_list = sge, .num_sge = r->nseg };
 	int rc;
 
-	r->wr_id = WR_RECV | (srq ? WR_SRQ | (uint64_t)q->client << 40 : (uint64_t)q->idx << 40) | ++q->wr_seq;
+	/* an SRQ is the client's: its ids count per client, not per QP (no two alike) */
+	r->wr_id = srq ? WR_RECV | WR_SRQ | (uint64_t)q->client << 40 | ++c->srq_seq
+		       : WR_RECV | (uint64_t)q->idx << 40 | ++q->wr_seq;
 	r->client = q->client;
 	r->qp = srq ? -1 : q->idx;
 	wr.wr_id = r->wr_id;

@@ -226,6 +226,7 @@ struct clientm {
 	struct nic_srq *srq;
 	struct fifo srq_recvs;	/* struct xrecv posted to the SRQ, any completion order */
 	unsigned srq_recv_size;
+	uint64_t srq_seq;	/* wr_id sequence of SRQ RECVs */
 };
 
 struct xwr;
