@@ -404,17 +404,34 @@ static enum verdict do_atomic(struct nic_qp *qp, const struct roce_pkt *pkt)
 }
 
 /* FLUSH (IBA Memory Placement Extensions): host memory is the placement target, so every
- * earlier write is already visible; check the target and answer. */
+ * earlier write is already visible; check the target and answer. A range FLUSH on an ODP
+ * MR first faults its pages in for read, as rxe does: a range the host unmapped fails
+ * with a remote access error rather than reporting a placement that cannot exist. */
+/* The access a FLUSH needs: one flag per placement type it asks for (rxe: both when both). */
+static unsigned flush_access(uint8_t plt)
+{
+	return ((plt & ROCE_FLUSH_GLOBAL) ? ODPEMU_ACCESS_FLUSH_GLOBAL : 0) |
+	       ((plt & ROCE_FLUSH_PERSISTENT) ? ODPEMU_ACCESS_FLUSH_PERSISTENT : 0);
+}
+
 static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
-	unsigned need = (pkt->h.feth.plt & ROCE_FLUSH_PERSISTENT) ? ODPEMU_ACCESS_FLUSH_PERSISTENT
-								  : ODPEMU_ACCESS_FLUSH_GLOBAL;
+	unsigned need = flush_access(pkt->h.feth.plt);
 	bool whole = pkt->h.feth.sel == ROCE_FLUSH_SEL_MR;
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, pkt->h.reth.rkey);
+	struct nic_dma_ctx c = dma_ctx(qp);
+	enum nic_dma_result res = NIC_DMA_OK;
 
-	if (!(qp->attr.qp_access_flags & need) || !mr || mr->pd != qp->pd ||
-	    !(mr->access & need) || mr->remote_invalid ||
+	if ((qp->attr.qp_access_flags & need) != need || !mr || mr->pd != qp->pd ||
+	    (mr->access & need) != need || mr->remote_invalid ||
 	    (!whole && !rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len, need)))
+		return nak(qp, pkt->h.bth.psn, ROCE_NAK_REMOTE_ACCESS);
+	if (!whole && pkt->h.reth.len)
+		res = nic_dma_probe(&c, mr, pkt->h.reth.va, pkt->h.reth.len, IOPT_READ);
+	qp->resp.fault_err = 0;
+	if (res == NIC_DMA_FAULT)
+		return faulted(qp, &c);
+	if (res != NIC_DMA_OK)
 		return nak(qp, pkt->h.bth.psn, ROCE_NAK_REMOTE_ACCESS);
 	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
 	ack(qp, pkt->h.bth.psn);

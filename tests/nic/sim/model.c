@@ -106,6 +106,8 @@ static bool remote_ok(struct sim *s, struct qpm *q, const struct xwr *w, uint64_
 	m = &pc->mrs[w->rmr];
 	if (!m->live || m->other_pd || (m->access & remote_need(w)) != remote_need(w))
 		return false;
+	if (w->op == ODPEMU_WR_FLUSH && w->flush_level == 1)
+		return true;	/* the whole MR: va and length are not looked at */
 	if (w->rva < m->va || w->rva + len > m->va + m->len || w->rva + len < w->rva)
 		return false;
 	return !m->odp || host_range_perm(&pc->mem, w->rva, len, write ? PERM_RW : PERM_RO);
@@ -376,6 +378,7 @@ static void counter_note(struct sim *s, struct qpm *q, struct xwr *w, bool succe
 	struct counterm *k = &s->counters[w->counter];
 	uint64_t got;
 
+	k->inflight--;
 	if (!success) {
 		if (k->nmaybe < 16)
 			k->maybe_add[k->nmaybe++] = w->compare_add;

@@ -313,6 +313,7 @@ struct counterm {
 	size_t nops, capops;
 	uint64_t maybe_add[16];	/* adds of flushed ops that may have executed */
 	unsigned nmaybe;
+	unsigned inflight;	/* posted, not completed: each may become uncertain */
 };
 
 struct simnic {

@@ -346,6 +346,9 @@ static bool rc_counter(struct sim *s, struct qpm *q, struct xwr *w)
 
 		if (&s->clients[k->client] != pc || !chance(s, 60))
 			continue;
+		if (k->nmaybe + k->inflight >= 16)
+			return false;	/* the linearizability check tracks 16 uncertain adds */
+		k->inflight++;
 		w->counter = (int)i;
 		w->rmr = k->mr;
 		w->rva = k->va;
@@ -373,6 +376,8 @@ static void wr_abandon(struct sim *s, struct qpm *q, struct xwr *w)
 {
 	host_busy_del(&s->clients[q->client].mem, w);
 	host_busy_del(&s->clients[s->qps[q->peer].client].mem, w);
+	if (w->counter >= 0)
+		s->counters[w->counter].inflight--;
 	free(w->data);
 	free(w);
 }
@@ -490,6 +495,7 @@ static void rc_to_wire(struct sim *s, struct qpm *q, struct xwr *w)
 		.sg_list = sge, .num_sge = w->nseg, .imm_data = w->imm, .remote_addr = w->rva,
 		.rkey = w->rkey, .compare_add = w->compare_add, .swap = w->swap,
 		.flush_type = w->flush_type, .flush_level = w->flush_level,
+		.flush_len = w->op == ODPEMU_WR_FLUSH ? w->len : 0,
 	};
 
 	if (w->inline_data) {
