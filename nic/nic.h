@@ -114,7 +114,14 @@ void nic_tick(struct nic *nic, uint64_t now);
 /* The earliest time nic_tick has work, or UINT64_MAX. */
 uint64_t nic_next_deadline(const struct nic *nic);
 
-/* Answers of the fault handler to a request handed out by ports.fault. */
+/* Answers of the fault handler to a request handed out by ports.fault, exactly once each.
+ * nic_fault_complete: 0 when the pages are filled, or when an invalidation raced the
+ * answer (the request then goes back to ports.fault, to be answered again); -EINVAL when
+ * maps do not cover the needed range with the needed permission, and the request fails as
+ * by nic_fault_fail(-EINVAL). nic_fault_fail: err < 0 (else -EINVAL, request untouched);
+ * the waiting DMA fails (REFERENCE.md: REM_ACCESS_ERR at the peer, LOC_PROT_ERR locally).
+ * An MR deregistered while the handler holds one of its requests lingers until the answer,
+ * which then fills nothing. */
 int nic_fault_complete(struct nic *nic, struct iopt_req *req, const struct iopt_map *maps,
 		       unsigned n, uint64_t now);
 int nic_fault_fail(struct nic *nic, struct iopt_req *req, int err, uint64_t now);
@@ -240,7 +247,11 @@ struct nic_send_wr {
 };
 
 /* 0, or -EINVAL (malformed WR: *bad says nothing more), -ENOMEM (queue full), -EPERM
- * (QP state does not accept posts). Posting in ERR completes the WR with WR_FLUSH_ERR. */
+ * (QP state does not accept posts). Posting in ERR completes the WR with WR_FLUSH_ERR.
+ * Send completions come in post order. The first failing WR completes with its cause and
+ * moves the QP to ERR; every later WR, and every posted receive, completes WR_FLUSH_ERR.
+ * Unsignaled WRs complete only in error. SEND_WITH_INV: after the message landed, the
+ * responder's MR named by imm_data stops answering remote access (local use goes on). */
 int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now);
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
 
