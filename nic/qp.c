@@ -103,6 +103,7 @@ static void cancel_waiters(struct nic_qp *qp)
 	if (qp->req.faulting)
 		(void)iopt_waiter_cancel(qp->req.fault_dom, &qp->req.waiter);
 	qp->resp.faulting = qp->req.faulting = false;
+	qp->resp.fault_err = qp->req.fault_err = 0;	/* a failure belongs to the old traffic */
 }
 
 int nic_qp_destroy(struct nic_qp *qp)
