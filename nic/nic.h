@@ -253,6 +253,12 @@ struct nic_send_wr {
  * Unsignaled WRs complete only in error. SEND_WITH_INV: after the message landed, the
  * responder's MR named by imm_data stops answering remote access (local use goes on). */
 int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now);
+/* ibv_post_send with a chain of n WRs: one doorbell. The messages of a list share one
+ * acknowledgement request (AckReq on the list's last message, and every 64 packets), so
+ * the responder answers a list with one ACK. On a refused WR, returns its error with
+ * *posted (may be NULL) the number queued before it; those are sent. */
+int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
+		       unsigned *posted, uint64_t now);
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
 
 /* ---- counters ---- */

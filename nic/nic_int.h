@@ -97,8 +97,8 @@ enum nic_swqe_state {
 };
 
 struct nic_swqe {
-	struct nic_send_wr wr;		/* sg_list points at sge (or nothing: inline) */
-	struct nic_sge sge[NIC_MAX_SGE];
+	/* progress: copy_wqe clears everything before wr (a reused slot must not keep
+	 * the previous WR's PSNs); wr, sge and inline_data are overwritten as needed */
 	uint32_t length;		/* total bytes of the message */
 	uint32_t first_psn, npkts;	/* assigned when the first packet goes out */
 	bool psn_assigned;
@@ -108,7 +108,9 @@ struct nic_swqe {
 	enum odpemu_wc_status status;
 	unsigned vendor_err;
 	bool signaled;
-	uint8_t inline_data[NIC_MAX_INLINE];	/* last: copy_wqe clears what comes before */
+	struct nic_send_wr wr;		/* sg_list points at sge (or nothing: inline) */
+	struct nic_sge sge[NIC_MAX_SGE];
+	uint8_t inline_data[NIC_MAX_INLINE];
 };
 
 /* Absolute, ever-increasing positions; slot = position % size. */
@@ -173,6 +175,7 @@ struct nic_req {
 	uint32_t una;			/* oldest unacknowledged PSN */
 	uint32_t max_sent;		/* one past the highest PSN ever sent */
 	unsigned rd_atomic_out;		/* READ/atomic WQEs sent and not completed */
+	unsigned noack;			/* packets sent since the last AckReq */
 	uint64_t ack_deadline;		/* UINT64_MAX: off */
 	uint64_t rnr_deadline;		/* UINT64_MAX: off */
 	unsigned retry_left, rnr_left;

@@ -64,9 +64,9 @@ uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge)
 static void copy_wqe(struct nic_qp *qp, struct nic_swqe *w, const struct nic_send_wr *wr,
 		     uint32_t len)
 {
-	/* Every field but the inline buffer: a slot is reused, and a stale PSN assignment
-	 * would resend this WR with the previous one's numbers. */
-	memset(w, 0, offsetof(struct nic_swqe, inline_data));
+	/* The progress fields: a slot is reused, and a stale PSN assignment would resend
+	 * this WR with the previous one's numbers. */
+	memset(w, 0, offsetof(struct nic_swqe, wr));
 	w->wr = *wr;
 	w->length = len;
 	w->signaled = qp->init.sq_sig_all || (wr->send_flags & ODPEMU_SEND_SIGNALED);
@@ -86,17 +86,14 @@ static void copy_wqe(struct nic_qp *qp, struct nic_swqe *w, const struct nic_sen
 	w->state = NIC_SWQE_POSTED;
 }
 
-int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
+/* Check wr and queue it; the engine is not run. */
+static int enqueue_send(struct nic_qp *qp, const struct nic_send_wr *wr)
 {
-	struct nic_swqe *w;
 	uint32_t len;
 	int rc;
 
-	if (!qp || !wr)
-		return -EINVAL;
-	if (qp->state == ODPEMU_QPS_RESET || qp->state == ODPEMU_QPS_INIT ||
-	    qp->state == ODPEMU_QPS_RTR)
-		return -EPERM;		/* IBA 10.8.2: posting before RTS is an immediate error */
+	if (!wr || wr->num_sge > qp->sq.max_sge || (wr->num_sge && !wr->sg_list))
+		return -EINVAL;	/* before the SGE list is read */
 	len = wr->num_sge ? nic_sge_total(wr->sg_list, wr->num_sge) : 0;
 	if (wr->opcode == ODPEMU_WR_FLUSH)
 		len = wr->flush_len;
@@ -105,17 +102,43 @@ int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
 		return rc;
 	if (qp->sq.tail - qp->sq.head == qp->sq.size)
 		return -ENOMEM;
-	w = nic_sq_at(&qp->sq, qp->sq.tail);
-	copy_wqe(qp, w, wr, len);
+	copy_wqe(qp, nic_sq_at(&qp->sq, qp->sq.tail), wr, len);
 	qp->sq.tail++;
+	return 0;
+}
+
+int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
+		       unsigned *posted, uint64_t now)
+{
+	unsigned done = 0;
+	int rc = 0;
+
+	if (posted)
+		*posted = 0;
+	if (!qp || (n && !wrs))
+		return -EINVAL;
+	if (qp->state == ODPEMU_QPS_RESET || qp->state == ODPEMU_QPS_INIT ||
+	    qp->state == ODPEMU_QPS_RTR)
+		return -EPERM;		/* IBA 10.8.2: posting before RTS is an immediate error */
+	while (done < n && !(rc = enqueue_send(qp, &wrs[done])))
+		done++;
+	if (posted)
+		*posted = done;
+	if (!done)
+		return rc;
 	qp->nic->now = now;
 	if (qp->state == ODPEMU_QPS_ERR) {
 		nic_qp_flush(qp);
-		return 0;
+		return rc;
 	}
-	nic_qp_schedule(qp);
+	nic_qp_schedule(qp);	/* one doorbell: the engine sees the whole list */
 	nic_run(qp->nic);
-	return 0;
+	return rc;
+}
+
+int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
+{
+	return wr ? nic_post_send_list(qp, wr, 1, NULL, now) : -EINVAL;
 }
 
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now)

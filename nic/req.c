@@ -128,6 +128,16 @@ static bool gather_ok(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, uint8
 	return res == NIC_DMA_OK;
 }
 
+static bool may_start(const struct nic_qp *qp, const struct nic_swqe *w);
+
+/* Will the engine send another WQE right after the one at sq.next? Then that one's last
+ * packet may leave the ACK to it. (A gather fault on the next WQE is not foreseen: its
+ * ACK then waits for the fault, or for the ACK timer.) */
+static bool more_follows(const struct nic_qp *qp)
+{
+	return qp->sq.next + 1 < qp->sq.tail && may_start(qp, nic_sq_at(&qp->sq, qp->sq.next + 1));
+}
+
 /* Send the next packet of a SEND/WRITE/ATOMIC_WRITE. false: stopped (fault or error). */
 static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 {
@@ -142,11 +152,15 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 		return false;
 	base_hdr(qp, &h, op, psn);
 	h.bth.se = (w->wr.send_flags & ODPEMU_SEND_SOLICITED) && off + n == w->length;
-	/* AckReq: at the message end, periodically, and when this packet fills the window
-	 * (else a small window would stall waiting for an ACK nobody asked for). */
-	h.bth.ackreq = off + n == w->length || (k + 1) % NIC_ACKREQ_EVERY == 0 ||
+	/* AckReq: at the end of the last message the engine has to send (a post list shares
+	 * one), every NIC_ACKREQ_EVERY packets, and when this packet fills the window (else
+	 * a small window would stall waiting for an ACK nobody asked for). */
+	h.bth.ackreq = (off + n == w->length && !more_follows(qp)) ||
+		       ++qp->req.noack >= NIC_ACKREQ_EVERY ||
 		       (uint32_t)roce_psn_diff(roce_psn_next(psn), qp->req.una) >=
 		       qp->nic->cfg.max_inflight;
+	if (h.bth.ackreq)
+		qp->req.noack = 0;
 	if (roce_opcode_table[op].mask & ROCE_M_RETH)
 		h.reth = (struct roce_reth){ w->wr.remote_addr, w->wr.rkey, w->length };
 	h.imm = w->wr.imm_data;
@@ -170,6 +184,7 @@ static void send_request(struct nic_qp *qp, struct nic_swqe *w)
 	}
 	base_hdr(qp, &h, op, psn);
 	h.bth.ackreq = true;
+	qp->req.noack = 0;
 	h.reth = (struct roce_reth){ w->wr.remote_addr + w->sent, w->wr.rkey, w->length - w->sent };
 	h.atmeth = (struct roce_atmeth){ w->wr.remote_addr, w->wr.rkey, w->wr.compare_add,
 		w->wr.swap };

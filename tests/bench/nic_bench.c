@@ -8,8 +8,9 @@
  *     against memcpy of 64 KiB between two buffers (hot, like the NIC's);
  *   - 64 KiB WRITEs over a 16 MiB ON_DEMAND MR: warm, then cold with fault-around off
  *     (4 KiB) and on (64 KiB, the default), against warm.
- * How: WRs are posted until the send queue is full (SQ_DEPTH), 1 in SIGNAL_EVERY signaled
- * (a completion frees SIGNAL_EVERY slots, as ib_write_bw's cq_mod), then the wire runs until
+ * How: WRs are posted until the send queue is full (SQ_DEPTH), in lists of SIGNAL_EVERY
+ * under one doorbell with the last signaled (a completion frees SIGNAL_EVERY slots, as
+ * ib_write_bw's --post_list and cq_mod), then the wire runs until
  * quiet and the CQ is polled, until n WRs completed; a run is the wall time
  * (CLOCK_MONOTONIC) of that loop. Cold: nic_host_invalidate() drops the whole 16 MiB
  * before each run (not timed), and a run writes every 64 KiB of it once. The pair's fault
@@ -123,19 +124,25 @@ struct stream {
 	unsigned n;		/* a multiple of SIGNAL_EVERY */
 };
 
-static void post_one(struct rig *r, const struct stream *s, unsigned k)
+/* WRs k .. k+SIGNAL_EVERY-1 under one doorbell (as ib_write_bw --post_list), the last
+ * signaled: the list's messages share one AckReq, so one ACK answers the list. */
+static void post_list(struct rig *r, const struct stream *s, unsigned k)
 {
 	struct nic_sge sge = { (uint64_t)(uintptr_t)r->src, s->len, nic_mr_lkey(r->msrc) };
-	struct nic_send_wr wr = { .wr_id = k, .opcode = s->op, .sg_list = &sge, .num_sge = 1,
-		.remote_addr = (uint64_t)(uintptr_t)r->dst + (k * s->stride) % r->dst_len,
-		.rkey = nic_mr_rkey(r->mdst) };
+	struct nic_send_wr wr[SIGNAL_EVERY];
+	unsigned posted;
 	int rc;
 
-	if (k % SIGNAL_EVERY == SIGNAL_EVERY - 1)
-		wr.send_flags = ODPEMU_SEND_SIGNALED;
-	rc = pair_post_send(r->p, 0, &wr);
+	for (unsigned i = 0; i < SIGNAL_EVERY; i++)
+		wr[i] = (struct nic_send_wr){ .wr_id = k + i, .opcode = s->op, .sg_list = &sge,
+			.num_sge = 1, .rkey = nic_mr_rkey(r->mdst),
+			.remote_addr = (uint64_t)(uintptr_t)r->dst +
+				       ((k + i) * s->stride) % r->dst_len };
+	wr[SIGNAL_EVERY - 1].send_flags = ODPEMU_SEND_SIGNALED;
+	rc = pair_post_send_list(r->p, 0, wr, SIGNAL_EVERY, &posted);
 	if (rc) {
-		fprintf(stderr, "nic-bench: %s: post_send of WR %u failed: %d\n", running, k, rc);
+		fprintf(stderr, "nic-bench: %s: post_send of WR %u failed: %d\n", running,
+			k + posted, rc);
 		exit(1);
 	}
 }
@@ -183,8 +190,8 @@ static uint64_t run_stream(struct rig *r, const struct stream *s)
 	while (done < s->n) {
 		unsigned got;
 
-		while (posted < s->n && posted - done < SQ_DEPTH)
-			post_one(r, s, posted++);
+		for (; posted < s->n && posted - done < SQ_DEPTH; posted += SIGNAL_EVERY)
+			post_list(r, s, posted);
 		pair_run(r->p, 0);
 		got = reap(r);
 		if (!got)

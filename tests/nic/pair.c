@@ -296,3 +296,9 @@ int pair_post_send(struct pair *p, int i, const struct nic_send_wr *wr)
 {
 	return nic_post_send(p->s[i].qp, wr, p->now);
 }
+
+int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, unsigned n,
+			unsigned *posted)
+{
+	return nic_post_send_list(p->s[i].qp, wrs, n, posted, p->now);
+}

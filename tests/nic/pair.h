@@ -80,5 +80,7 @@ bool pair_poll(struct pair *p, int i, bool send, struct nic_wc *wc);
 int pair_post_recv(struct pair *p, int i, uint64_t wr_id, void *buf, uint32_t len,
 		   struct nic_mr *mr);
 int pair_post_send(struct pair *p, int i, const struct nic_send_wr *wr);
+int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, unsigned n,
+			unsigned *posted);
 
 #endif

@@ -591,6 +591,85 @@ static void test_sq_wraps(void)
 	pair_free(p);
 }
 
+/* nic_post_send_list: the messages of one list share one AckReq, so the responder sends
+ * one ACK for the list; posting them one by one asks for (and gets) one ACK each. */
+static void test_post_list_one_ack(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct nic_qp_counters before, after;
+	struct nic_send_wr wr[8];
+	struct nic_sge sg[8];
+	struct bufs x;
+	unsigned posted;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	for (unsigned i = 0; i < 8; i++) {
+		sg[i] = sge_of(x.a + i * 64, 64, x.ma);
+		wr[i] = (struct nic_send_wr){ .wr_id = i, .opcode = ODPEMU_WR_RDMA_WRITE,
+			.sg_list = &sg[i], .num_sge = 1, .rkey = nic_mr_rkey(x.mb),
+			.remote_addr = (uint64_t)(uintptr_t)x.b + i * 64 };
+	}
+	wr[7].send_flags = ODPEMU_SEND_SIGNALED;
+	nic_qp_counters(p->s[1].qp, &before);
+	T_EQ(pair_post_send_list(p, 0, wr, 8, &posted), 0, "post list");
+	T_EQ(posted, 8, "all 8 posted");
+	pair_run(p, 1000000000);
+	nic_qp_counters(p->s[1].qp, &after);
+	T_EQ(after.pkts_sent - before.pkts_sent, 1, "one ACK for the list");
+	wc = one_wc(p, 0, true, "list");
+	T_EQ(wc.wr_id, 7, "the signaled last WR");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "list status");
+	T_CHECK(memcmp(x.a, x.b, 8 * 64) == 0, "list data");
+	for (unsigned i = 0; i < 8; i++)
+		wr[i].send_flags = ODPEMU_SEND_SIGNALED;
+	nic_qp_counters(p->s[1].qp, &before);
+	for (unsigned i = 0; i < 8; i++)
+		T_EQ(pair_post_send(p, 0, &wr[i]), 0, "post one");
+	pair_run(p, 1000000000);
+	nic_qp_counters(p->s[1].qp, &after);
+	T_EQ(after.pkts_sent - before.pkts_sent, 8, "one ACK per single post");
+	for (unsigned i = 0; i < 8; i++)
+		T_EQ(one_wc(p, 0, true, "single").status, ODPEMU_WC_SUCCESS, "single post");
+	/* A refused WR stops the list: the ones before it are queued and sent. */
+	wr[3].num_sge = 1000;
+	T_EQ(pair_post_send_list(p, 0, wr, 8, &posted), -EINVAL, "bad WR in a list");
+	T_EQ(posted, 3, "three posted before it");
+	pair_run(p, 1000000000);
+	for (unsigned i = 0; i < 3; i++)
+		T_EQ(one_wc(p, 0, true, "prefix").status, ODPEMU_WC_SUCCESS, "prefix sent");
+	T_CHECK(!pair_poll(p, 0, true, &wc), "nothing after the refused WR");
+	bufs_free(&x);
+	pair_free(p);
+}
+
+/* UD has no send window: more datagrams than an RC window (256) all go out (regression:
+ * the RC window stopped UD after 256, una never moves on UD). */
+static void test_ud_many(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+	unsigned sent = 0;
+	struct nic_wc wc;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 16, x.ma);
+	struct nic_send_wr wr = { .opcode = ODPEMU_WR_SEND, .send_flags = ODPEMU_SEND_SIGNALED,
+		.sg_list = &s, .num_sge = 1, .ud_dgid = p->s[1].gid,
+		.remote_qpn = nic_qp_num(p->s[1].ud), .remote_qkey = 0x1234 };
+
+	for (unsigned i = 0; i < 600; i++) {
+		wr.wr_id = i;
+		T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send");
+		pair_run(p, 1000000000);
+		while (pair_poll(p, 0, true, &wc))
+			sent += wc.status == ODPEMU_WC_SUCCESS;
+	}
+	T_EQ(sent, 600, "600 UD sends completed");
+	bufs_free(&x);
+	pair_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	rng.s = t_seed(argc, argv, 1);
@@ -611,5 +690,7 @@ int main(int argc, char **argv)
 	test_bad_lkey();
 	test_ud();
 	test_sq_wraps();
+	test_post_list_one_ack();
+	test_ud_many();
 	return t_done("nic-rc-ops");
 }

@@ -229,25 +229,29 @@ static void doom_on_post(struct sim *s, struct qpm *q, const struct xwr *w)
 	model_doom(s, q);
 }
 
-static void busy_add_wr(struct sim *s, struct qpm *q, struct xwr *w)
+/* Mark w's buffers busy (no later WR, remap or unmap may touch them until it retires).
+ * Once per WR: a WR built into a post list reserves them before the list is posted. */
+void model_reserve(struct sim *s, struct qpm *q, struct xwr *w)
 {
 	struct clientm *c = &s->clients[q->client];
 
+	if (w->reserved)
+		return;
+	w->reserved = true;
 	for (unsigned i = 0; i < w->nseg && !w->inline_data; i++)
 		host_busy_add(&c->mem, w->seg[i].va, w->seg[i].len, w);
 	if (q->peer >= 0 && !is_send(w->op))
 		host_busy_add(&peer_client(s, q)->mem, w->rva, w->len > 8 ? w->len : 8, w);
 }
 
-int model_post_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send_wr *wr)
+/* The model's side of posting w, before the NIC sees it. */
+static void note_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send_wr *wr)
 {
-	int rc;
-
 	w->wr_id = (uint64_t)q->idx << 40 | ++q->wr_seq;
 	w->qp = q->idx;
 	w->posted_at = s->now;
 	wr->wr_id = w->wr_id;
-	busy_add_wr(s, q, w);
+	model_reserve(s, q, w);
 	w->refs = 1;
 	fifo_push(&q->sq, w);
 	if (w->consumes_recv && q->peer >= 0) {
@@ -262,10 +266,30 @@ int model_post_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send
 		sim_trace(s, "  remote mr %d va 0x%" PRIx64 " rkey 0x%x", w->rmr, w->rva, w->rkey);
 	for (unsigned i = 0; i < w->nseg && s->verbose >= 2; i++)
 		sim_trace(s, "  seg mr %d va 0x%" PRIx64 " len %u", w->seg[i].mr, w->seg[i].va, w->seg[i].len);
-	rc = nic_post_send(q->qp, wr, s->now);
+}
+
+/* n WRs under one doorbell (nic_post_send_list), or one by nic_post_send. */
+int model_post_send_list(struct sim *s, struct qpm *q, struct xwr **w, struct nic_send_wr *wr,
+			 unsigned n)
+{
+	unsigned posted = 1;
+	int rc;
+
+	for (unsigned i = 0; i < n; i++)
+		note_send(s, q, w[i], &wr[i]);
+	if (n > 1)
+		sim_trace(s, "  (one doorbell for the %u WRs above)", n);
+	rc = n == 1 ? nic_post_send(q->qp, wr, s->now)
+		    : nic_post_send_list(q->qp, wr, n, &posted, s->now);
 	if (rc)
-		sim_fail(s, "nic_post_send(qp %u, %s, len %u) returned %d", q->qpn, op_str(w), w->len, rc);
+		sim_fail(s, "post_send(qp %u, WR %u of %u: %s, len %u) returned %d", q->qpn,
+			 n == 1 ? 1 : posted + 1, n, op_str(w[n == 1 ? 0 : posted]), w[n == 1 ? 0 : posted]->len, rc);
 	return rc;
+}
+
+int model_post_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send_wr *wr)
+{
+	return model_post_send_list(s, q, &w, wr, 1);
 }
 
 int model_post_recv(struct sim *s, struct qpm *q, struct xrecv *r, bool srq)

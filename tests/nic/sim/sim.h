@@ -288,6 +288,7 @@ struct xwr {
 	uint32_t imm;
 	unsigned ok;		/* predicted statuses (bit per enum odpemu_wc_status) */
 	bool lands_remote;	/* WRITE*, ATOMIC_WRITE, atomics: a success changes rva */
+	bool reserved;		/* its buffers are marked busy (model_reserve) */
 	bool lands_local;	/* READ, atomics: a success changes the local segments */
 	bool consumes_recv;	/* SEND*, WRITE_WITH_IMM */
 	bool ud;
@@ -394,7 +395,10 @@ struct clientm *client_of(struct sim *s, uint32_t id);
 
 /* ---- model.c ---- */
 void model_predict(struct sim *s, struct qpm *q, struct xwr *w, uint32_t recv_cap, bool recv_bad);
+void model_reserve(struct sim *s, struct qpm *q, struct xwr *w);
 int model_post_send(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send_wr *wr);
+int model_post_send_list(struct sim *s, struct qpm *q, struct xwr **w, struct nic_send_wr *wr,
+			 unsigned n);
 int model_post_recv(struct sim *s, struct qpm *q, struct xrecv *r, bool srq);
 void model_poll_all(struct sim *s);
 bool model_quiet(const struct sim *s);

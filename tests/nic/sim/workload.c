@@ -486,33 +486,33 @@ static void rc_recv_post(struct sim *s, struct qpm *q, struct xrecv *r)
 	model_post_recv(s, p, r, false);
 }
 
-static void rc_to_wire(struct sim *s, struct qpm *q, struct xwr *w)
+/* The verbs WR of w, its SGEs in sge[]. */
+static void rc_wr(struct sim *s, struct qpm *q, struct xwr *w, struct nic_send_wr *wr,
+		  struct nic_sge *sge)
 {
 	struct clientm *c = &s->clients[q->client];
-	struct nic_sge sge[SIM_MAX_SGE];
-	struct nic_send_wr wr = {
+
+	*wr = (struct nic_send_wr){
 		.opcode = w->op, .send_flags = w->signaled ? ODPEMU_SEND_SIGNALED : 0,
 		.sg_list = sge, .num_sge = w->nseg, .imm_data = w->imm, .remote_addr = w->rva,
 		.rkey = w->rkey, .compare_add = w->compare_add, .swap = w->swap,
 		.flush_type = w->flush_type, .flush_level = w->flush_level,
 		.flush_len = w->op == ODPEMU_WR_FLUSH ? w->len : 0,
 	};
-
 	if (w->inline_data) {
 		sge[0] = (struct nic_sge){ (uint64_t)(uintptr_t)w->data, w->len, 0 };
-		wr.num_sge = 1;
-		wr.send_flags |= ODPEMU_SEND_INLINE;
+		wr->num_sge = 1;
+		wr->send_flags |= ODPEMU_SEND_INLINE;
 	}
 	for (unsigned i = 0; i < w->nseg && !w->inline_data; i++)
 		sge[i] = (struct nic_sge){ w->seg[i].va, w->seg[i].len,
 			w->seg[i].mr >= 0 ? c->mrs[w->seg[i].mr].lkey : 0xDEAD00u | (uint32_t)t_below(&s->rng, 256) };
 	if (w->len >= (1u << 20))
 		s->large_inflight++;
-	model_post_send(s, q, w, &wr);
 }
 
 /* A zero-length WRITE: a signaled WR that needs no buffer, to close a batch. */
-static void rc_post_fence(struct sim *s, struct qpm *q)
+static struct xwr *rc_fence_build(struct sim *s, struct qpm *q)
 {
 	struct clientm *pc = &s->clients[s->qps[q->peer].client];
 	struct xwr *w = calloc(1, sizeof(*w));
@@ -526,13 +526,20 @@ static void rc_post_fence(struct sim *s, struct qpm *q)
 	w->rva = w->rmr >= 0 ? pc->mrs[w->rmr].va + 4096 : 0x1000;
 	w->rkey = w->rmr >= 0 ? pc->mrs[w->rmr].rkey : 0;
 	model_predict(s, q, w, 0, false);
-	rc_to_wire(s, q, w);
+	return w;
 }
 
+#define RC_BATCH_MAX 6
+
+/* A batch of RC WRs (their RECVs posted first), closed by a signaled one; half the
+ * batches go under one doorbell (nic_post_send_list: one AckReq for the list). */
 static void act_post_rc(struct sim *s, struct qpm *q)
 {
-	unsigned n = 1 + (unsigned)t_below(&s->rng, 6);
-	bool last_signaled = true;
+	unsigned n = 1 + (unsigned)t_below(&s->rng, RC_BATCH_MAX), nl = 0;
+	struct xwr *ws[RC_BATCH_MAX + 1];
+	struct nic_send_wr wrs[RC_BATCH_MAX + 1];
+	struct nic_sge sges[RC_BATCH_MAX + 1][SIM_MAX_SGE];
+	bool list = chance(s, 50), last_signaled = true;
 
 	if (q->doomed || q->reset_stage || s->qps[q->peer].doomed || q->sq.n > 200)
 		return;
@@ -554,10 +561,21 @@ static void act_post_rc(struct sim *s, struct qpm *q)
 		last_signaled = w->signaled;
 		if (r)
 			rc_recv_post(s, q, r);
-		rc_to_wire(s, q, w);
+		rc_wr(s, q, w, &wrs[nl], sges[nl]);
+		model_reserve(s, q, w);	/* the next WRs of the list must not share buffers */
+		ws[nl++] = w;
+		if (!list) {
+			model_post_send(s, q, w, &wrs[0]);
+			nl = 0;
+		}
 	}
-	if (!last_signaled && !s->failed)
-		rc_post_fence(s, q);
+	if (!last_signaled && !s->failed) {
+		ws[nl] = rc_fence_build(s, q);
+		rc_wr(s, q, ws[nl], &wrs[nl], sges[nl]);
+		nl++;
+	}
+	if (nl && !s->failed)
+		model_post_send_list(s, q, ws, wrs, nl);
 }
 
 /* ---- UD ---- */
