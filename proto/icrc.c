@@ -48,26 +48,14 @@ static void put_udp(uint8_t *p, uint16_t sport, uint16_t dport, size_t roce_len)
 
 /* CRC of the masked pseudo-headers `pre`, then of the BTH with byte 4 (FECN/BECN) set
  * to ones, then of the rest of the packet in place. */
-/* Small packets (ACKs, short messages) are copied behind the prefix and hashed in one
- * call: the CRC call's fixed cost, not the bytes, dominates there. */
-#define ICRC_ONE_CALL 256u
-
 static uint32_t crc_packet(uint8_t *pre, size_t pre_len, const uint8_t *pkt, size_t len)
 {
-	uint8_t all[LRH_ONES + IP6_HDR_LEN + UDP_HDR_LEN + ICRC_ONE_CALL];
 	uint32_t crc;
 
-	if (len <= ICRC_ONE_CALL) {
-		memcpy(all, pre, pre_len);
-		memcpy(all + pre_len, pkt, len);
-		all[pre_len + 4] = 0xFF;	/* BTH resv8a: masked */
-		crc = crc32_chain(0, all, pre_len + len);
-	} else {
-		memcpy(pre + pre_len, pkt, ROCE_BTH_LEN);
-		pre[pre_len + 4] = 0xFF;
-		crc = crc32_chain(0, pre, pre_len + ROCE_BTH_LEN);
-		crc = crc32_chain(crc, pkt + ROCE_BTH_LEN, len - ROCE_BTH_LEN);
-	}
+	memcpy(pre + pre_len, pkt, ROCE_BTH_LEN);
+	pre[pre_len + 4] = 0xFF;
+	crc = crc32_chain(0, pre, pre_len + ROCE_BTH_LEN);
+	crc = crc32_chain(crc, pkt + ROCE_BTH_LEN, len - ROCE_BTH_LEN);
 	clear_upper_vector_state();
 	return crc;
 }
