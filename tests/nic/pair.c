@@ -70,6 +70,17 @@ static void port_event(void *ctx, const struct nic_event *ev)
 		c->p->s[c->side].events[ev->type]++;
 }
 
+static void port_cq_notify(void *ctx, struct nic_cq *cq)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+
+	if (cq == s->scq)
+		s->notified_scq++;
+	else if (cq == s->rcq)
+		s->notified_rcq++;
+}
+
 static struct nic_ports ports_for(struct pair *p, int side)
 {
 	struct port_ctx *c = &ctxs[nctx++ % 64][side];
@@ -77,7 +88,7 @@ static struct nic_ports ports_for(struct pair *p, int side)
 	c->p = p;
 	c->side = side;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
-		NULL };
+		port_cq_notify };
 }
 
 static void connect_rc(struct pair *p, const struct pair_qp_opts *o)

@@ -31,6 +31,7 @@ struct pair_side {
 	struct nic_qp *ud;
 	struct nic_gid gid;
 	unsigned events[0x200];
+	unsigned notified_scq, notified_rcq;	/* ports.cq_notify calls per CQ */
 	struct pair_fault { struct iopt_req *req; uint32_t client; } faults[PAIR_FAULTQ];
 	unsigned nfaults;
 };

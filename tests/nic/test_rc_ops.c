@@ -670,6 +670,46 @@ static void test_ud_many(void)
 	pair_free(p);
 }
 
+/* ibv_req_notify_cq: armed, the next completion notifies once; armed solicited-only, a
+ * plain completion does not, a solicited one (SE) does (IBA 11.4.2.2). */
+static void test_cq_notify(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct bufs x;
+
+	bufs_new(p, &x, RW, RW);
+	struct nic_sge s = sge_of(x.a, 32, x.ma), rs = sge_of(x.b, 64, x.mb);
+	struct nic_recv_wr rwr = { 1, &rs, 1 };
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
+
+	pair_run(p, 1000000000);	/* nothing armed: a completion notifies nobody */
+	T_EQ(pair_post_recv(p, 1, 1, x.b, 64, x.mb), 0, "recv");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
+	pair_run(p, 1000000000);
+	T_EQ(p->s[0].notified_scq + p->s[1].notified_rcq, 0, "unarmed: no notification");
+	T_CHECK(one_wc(p, 0, true, "send").status == ODPEMU_WC_SUCCESS, "send 1");
+	T_CHECK(one_wc(p, 1, false, "recv").status == ODPEMU_WC_SUCCESS, "recv 1");
+	T_EQ(nic_cq_req_notify(p->s[0].scq, false), 0, "arm scq");
+	T_EQ(nic_cq_req_notify(p->s[1].rcq, true), 0, "arm rcq solicited");
+	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 2");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send 2");
+	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 3");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send 3");
+	pair_run(p, 1000000000);
+	T_EQ(p->s[0].notified_scq, 1, "armed: one notification for two completions");
+	T_EQ(p->s[1].notified_rcq, 0, "solicited-only: plain SENDs do not notify");
+	wr.send_flags |= ODPEMU_SEND_SOLICITED;
+	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 4");
+	T_EQ(pair_post_send(p, 0, &wr), 0, "send 4 (SE)");
+	pair_run(p, 1000000000);
+	T_EQ(p->s[1].notified_rcq, 1, "solicited-only: the SE message notifies");
+	T_EQ(p->s[0].notified_scq, 1, "the send CQ was not re-armed");
+	T_EQ(nic_cq_req_notify(NULL, false), -EINVAL, "arm NULL");
+	bufs_free(&x);
+	pair_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	rng.s = t_seed(argc, argv, 1);
@@ -692,5 +732,6 @@ int main(int argc, char **argv)
 	test_sq_wraps();
 	test_post_list_one_ack();
 	test_ud_many();
+	test_cq_notify();
 	return t_done("nic-rc-ops");
 }
