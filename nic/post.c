@@ -29,9 +29,8 @@ static int check_wr(const struct nic_qp *qp, const struct nic_send_wr *wr, uint3
 {
 	bool inl = wr->send_flags & ODPEMU_SEND_INLINE;
 
-	if (!opcode_ok(qp->type, wr->opcode) || wr->num_sge > qp->sq.max_sge ||
-	    (wr->num_sge && !wr->sg_list))
-		return -EINVAL;
+	if (!opcode_ok(qp->type, wr->opcode))
+		return -EINVAL;	/* the SGE count was checked before the list was summed */
 	if (wr->send_flags & ~(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED |
 			       ODPEMU_SEND_INLINE))
 		return -EINVAL;
