@@ -135,6 +135,19 @@ enum odpemu_advise_mr_advice {
 };
 enum odpemu_advise_mr_flags { ODPEMU_ADVISE_MR_FLAG_FLUSH = 1 << 0 };
 
+/* Port state (ibv_port_state). */
+#define ODPEMU_PORT_STATES(X) \
+	X(ODPEMU_PORT_, NOP, 0) X(ODPEMU_PORT_, DOWN, 1) X(ODPEMU_PORT_, INIT, 2) \
+	X(ODPEMU_PORT_, ARMED, 3) X(ODPEMU_PORT_, ACTIVE, 4) X(ODPEMU_PORT_, ACTIVE_DEFER, 5)
+enum odpemu_port_state { ODPEMU_PORT_STATES(ODPEMU_ENUM_VALUE_) };
+
+/* odpemu's own: what a QP's responder does on an ODP page fault. DEFAULT takes the
+ * daemon's --fault-policy; RNR answers RNR NAK (ConnectX); STALL holds the packets. */
+#define ODPEMU_FAULT_POLICIES(X) \
+	X(ODPEMU_FAULT_POLICY_, DEFAULT, 0) X(ODPEMU_FAULT_POLICY_, STALL, 1) \
+	X(ODPEMU_FAULT_POLICY_, RNR, 2)
+enum odpemu_fault_policy { ODPEMU_FAULT_POLICIES(ODPEMU_ENUM_VALUE_) };
+
 /* Names: "REM_ACCESS_ERR", "RDMA_WRITE", ... or "UNKNOWN". */
 #define ODPEMU_STR_FN_(fn, type, list) \
 	static inline const char *fn(type v) \
@@ -148,5 +161,7 @@ ODPEMU_STR_FN_(odpemu_qp_type_str, enum odpemu_qp_type, ODPEMU_QP_TYPES)
 ODPEMU_STR_FN_(odpemu_qp_state_str, enum odpemu_qp_state, ODPEMU_QP_STATES)
 ODPEMU_STR_FN_(odpemu_qp_attr_str, enum odpemu_qp_attr_mask, ODPEMU_QP_ATTRS)
 ODPEMU_STR_FN_(odpemu_event_type_str, enum odpemu_event_type, ODPEMU_EVENTS)
+ODPEMU_STR_FN_(odpemu_port_state_str, enum odpemu_port_state, ODPEMU_PORT_STATES)
+ODPEMU_STR_FN_(odpemu_fault_policy_str, enum odpemu_fault_policy, ODPEMU_FAULT_POLICIES)
 
 #endif

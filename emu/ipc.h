@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ipc — the protocol between libodpemu (lib/) and odpemud (emu/). Not an application API:
+ * both sides are built from this header, and the version in every message keeps a library
+ * from talking to a daemon of another build.
+ *
+ * CONTROL. A SOCK_SEQPACKET unix socket, $ODPEMU_RUNDIR/<name>.sock. One connection is one
+ * session (one client process, its pid taken from SO_PEERCRED). Every message is one
+ * datagram: struct ipc_hdr, then the op's fixed body, then for variable ops an array whose
+ * count is in the body. File descriptors travel as SCM_RIGHTS with the message that names
+ * them. The client sends one request and waits for its reply (same seq): requests are
+ * strictly serial per session. A reply has the request's op and seq, status 0 or -errno,
+ * and the op's reply body; on error the body may be a struct ipc_err_body (a human line).
+ * The daemon checks every request: version, op, exact length, handles that belong to the
+ * session. A bad request gets an error reply and changes nothing; the session lives on.
+ *
+ * OBJECTS are named by handles: small per-session numbers (never pointers). A handle from
+ * another session is just an unknown handle (-ENOENT).
+ *
+ * DATA PATH. Work queues and completion queues are single-producer/single-consumer rings
+ * (struct ipc_ring) in a memfd that the daemon creates and the client maps (fd in the
+ * create reply). The client posts work requests into SQ/RQ/SRQ rings and consumes
+ * completions from CQ rings; the daemon does the opposite. After producing, the client
+ * reads the daemon status page's `sleeping` flag (after a full fence) and writes the
+ * session's doorbell eventfd only if it is set. The daemon copies each slot out before it
+ * checks it, and trusts no index or field the client wrote.
+ *
+ * EVENTS. Async events (ibv_get_async_event) arrive as struct ipc_event records on a pipe
+ * whose read end the HELLO reply carries; end of file on it means the daemon died
+ * (DEVICE_FATAL). A completion channel is a pipe too: one struct ipc_cq_event per
+ * notification.
+ */
+#ifndef ODPEMU_IPC_H
+#define ODPEMU_IPC_H
+
+#include <linux/userfaultfd.h>
+#include <stdint.h>
+
+#include "odpemu/verbs_types.h"
+
+#define IPC_VERSION		1
+#define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
+#define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
+#define IPC_MAX_GIDS		16
+#define IPC_MAX_ADVISE_SGE	16
+#define IPC_MAX_MR_SEGS		IPC_MAX_FDS
+#define IPC_ERR_LEN		160
+#define IPC_NAME_LEN		64
+
+#define IPC_OPS(X) \
+	X(HELLO, 1) X(QUERY_DEVICE, 2) X(QUERY_PORT, 3) X(ALLOC_PD, 4) X(DEALLOC_PD, 5) \
+	X(REG_MR, 6) X(DEREG_MR, 7) X(ADVISE_MR, 8) X(CREATE_CHANNEL, 9) \
+	X(DESTROY_CHANNEL, 10) X(CREATE_CQ, 11) X(DESTROY_CQ, 12) X(CREATE_SRQ, 13) \
+	X(MODIFY_SRQ, 14) X(DESTROY_SRQ, 15) X(CREATE_QP, 16) X(MODIFY_QP, 17) \
+	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21)
+enum ipc_op {
+#define IPC_OP_ENUM_(n, v) IPC_##n = v,
+	IPC_OPS(IPC_OP_ENUM_)
+#undef IPC_OP_ENUM_
+	IPC_OP_MAX
+};
+
+struct ipc_hdr {
+	uint16_t version;	/* IPC_VERSION */
+	uint16_t op;		/* enum ipc_op */
+	uint32_t len;		/* bytes of the whole message, header included */
+	uint32_t seq;		/* chosen by the client, echoed in the reply */
+	int32_t status;		/* reply: 0 or -errno; request: 0 */
+	uint32_t handle;	/* the object the op acts on (0: none) */
+	uint32_t pad;
+};
+
+/* Error replies may carry a human line saying what went wrong and what to do. */
+struct ipc_err_body {
+	char msg[IPC_ERR_LEN];
+};
+
+/* ---- HELLO: the first request of a session ----
+ * Request: optional fd = the client's userfaultfd (UFFDIO_API done with the features of
+ * IPC_UFFD_FEATURES), so the daemon sees unmaps, discards and remaps of MR memory.
+ * Reply fds: [0] async event pipe (read end), [1] doorbell eventfd, [2] status page memfd
+ * (map read-only, sizeof(struct ipc_status_page)). */
+struct ipc_hello_req {
+	uint32_t client_version;	/* IPC_VERSION again, for the log */
+	uint32_t flags;			/* IPC_HELLO_* */
+};
+#define IPC_HELLO_HAS_UFFD	1u
+/* What the library asks of its userfaultfd (UFFDIO_API): the non-cooperative events, and
+ * write-protect registration of shmem (pinned MRs' memfds). The daemon registers ranges
+ * in write-protect mode and never protects a page, so no ordinary fault is intercepted. */
+#define IPC_UFFD_FEATURES (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
+	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
+struct ipc_hello_rep {
+	uint32_t session;		/* the nic's client id of this session */
+	uint32_t daemon_pid;		/* for prctl(PR_SET_PTRACER) under Yama */
+	char name[IPC_NAME_LEN];	/* device name */
+	uint32_t notifier;		/* 1: MR memory changes are tracked (uffd accepted) */
+	uint32_t pad;
+};
+
+/* The daemon's status page, read-only for clients. */
+struct ipc_status_page {
+	uint32_t magic;			/* IPC_STATUS_MAGIC */
+	uint32_t version;
+	_Alignas(64) _Atomic uint32_t sleeping;	/* 1: the loop may sleep: ring the doorbell */
+	_Alignas(64) _Atomic uint32_t fatal;	/* 1: the device is dead (DEVICE_FATAL sent) */
+};
+#define IPC_STATUS_MAGIC	0x6f647065u	/* "odpe" */
+
+/* ---- queries ---- */
+struct ipc_device_rep {
+	uint64_t max_mr_size, page_size_cap;
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+	uint32_t max_srq, max_srq_wr, max_srq_sge, max_inline_data;
+	uint32_t max_qp_rd_atom, max_qp_init_rd_atom, max_pkeys, gid_tbl_len;
+	uint64_t odp_general_caps;
+	uint32_t odp_rc_caps, odp_uc_caps, odp_ud_caps;
+	uint32_t pad;
+	uint64_t node_guid;
+	char fw_ver[64];
+};
+struct ipc_port_rep {
+	uint32_t state;			/* enum odpemu_port_state */
+	uint32_t max_mtu, active_mtu;	/* enum odpemu_mtu */
+	uint32_t netdev_mtu;
+	uint32_t gid_tbl_len;		/* valid entries in gids */
+	uint32_t pad;
+	char netdev[IPC_NAME_LEN];
+	uint8_t gids[IPC_MAX_GIDS][16];
+	uint32_t udp_port;
+	uint32_t fault_policy;		/* the daemon's default (enum odpemu_fault_policy) */
+};
+
+/* ---- PD ---- reply body: struct ipc_handle_rep */
+struct ipc_handle_rep {
+	uint32_t handle;
+	uint32_t pad;
+};
+
+/* ---- MR ----
+ * Pinned MRs: the client has moved [va, va+len) page-rounded into memfds (its mapping is
+ * MAP_SHARED of them); segs[] say which fd backs which part, in order, page aligned,
+ * covering the rounded range; fd i belongs to seg i. ODP MRs: nsegs 0, no fds. */
+struct ipc_mr_seg {
+	uint64_t len;			/* bytes of the rounded range this fd backs */
+	uint64_t fd_offset;		/* where in the memfd */
+};
+struct ipc_reg_mr_req {
+	uint64_t va, len;
+	uint32_t access;		/* enum odpemu_access_flags */
+	uint32_t pd;
+	uint32_t nsegs;
+	uint32_t pad;
+	struct ipc_mr_seg segs[];	/* nsegs */
+};
+struct ipc_reg_mr_rep {
+	uint32_t handle, lkey, rkey;
+	uint32_t pad;
+};
+struct ipc_advise_req {			/* handle: PD */
+	uint32_t advice;		/* enum odpemu_advise_mr_advice */
+	uint32_t flags;			/* ODPEMU_ADVISE_MR_FLAG_FLUSH: reply when resolved */
+	uint32_t nsge;
+	uint32_t pad;
+	struct { uint64_t addr; uint32_t length, lkey; } sge[IPC_MAX_ADVISE_SGE];
+};
+
+/* ---- rings ----
+ * One ring: a header then `size` slots of `slot` bytes. prod/cons are free-running
+ * counters; slot i is at i & (size - 1). */
+struct ipc_ring {
+	_Alignas(64) _Atomic uint32_t prod;
+	_Alignas(64) _Atomic uint32_t cons;
+	_Alignas(64) uint32_t size;	/* power of two */
+	uint32_t slot;			/* bytes per slot, multiple of 8 */
+	uint32_t offset;		/* of slot 0 from the start of the memfd */
+	uint32_t pad;
+	/* CQ rings only: the client's arm requests (ibv_req_notify_cq). */
+	_Alignas(64) _Atomic uint32_t arm_seq;	/* client: +1 per request */
+	_Atomic uint32_t arm_solicited;		/* client: 1 for solicited-only */
+	_Atomic uint32_t arm_done;		/* daemon: arm_seq it has taken */
+	_Atomic uint32_t overflow;		/* daemon: 1 once the CQ overflowed (CQ_ERR) */
+};
+
+struct ipc_sge {
+	uint64_t addr;
+	uint32_t length, lkey;
+};
+
+/* An SQ slot: the WR, then num_sge struct ipc_sge, then inline bytes for
+ * ODPEMU_SEND_INLINE (inline_len of them; the SGE array is then empty). */
+struct ipc_swqe {
+	uint64_t wr_id;
+	uint32_t opcode;		/* enum odpemu_wr_opcode */
+	uint32_t send_flags;		/* enum odpemu_send_flags */
+	uint32_t num_sge;
+	uint32_t inline_len;
+	uint32_t imm_data;		/* host order (nic's convention) */
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add, swap;
+	uint32_t flush_len;
+	uint8_t flush_type, flush_level;
+	uint8_t pad[2];
+	uint8_t ud_dgid[16];
+	uint32_t remote_qpn, remote_qkey;
+	struct ipc_sge sge[];
+};
+/* An RQ/SRQ slot. */
+struct ipc_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad;
+	struct ipc_sge sge[];
+};
+/* A CQ slot (struct nic_wc's fields, fixed width). */
+struct ipc_cqe {
+	uint64_t wr_id;
+	uint32_t status, opcode, byte_len, imm_data, qp_num, src_qp, wc_flags, vendor_err;
+	uint8_t sgid[16];		/* UD receives: the sender's GID (the GRH's SGID) */
+};
+
+/* ---- CQ ---- request handle: 0, body: */
+struct ipc_create_cq_req {
+	uint32_t cqe;
+	uint32_t channel;		/* completion channel handle, 0: none */
+};
+/* Reply fd: the ring memfd (one struct ipc_ring at offset 0). */
+struct ipc_create_cq_rep {
+	uint32_t handle, cqe;		/* cqe: entries actually allocated */
+	uint32_t map_len, pad;
+};
+/* CREATE_CHANNEL reply fd: the channel pipe's read end. */
+struct ipc_cq_event {
+	uint32_t cq;			/* handle */
+	uint32_t pad;
+};
+
+/* ---- SRQ ---- */
+struct ipc_create_srq_req {
+	uint32_t pd, max_wr, max_sge, srq_limit;
+};
+/* Reply fd: ring memfd (one ipc_ring at 0). */
+struct ipc_create_srq_rep {
+	uint32_t handle, max_wr, max_sge, map_len;
+};
+struct ipc_modify_srq_req {		/* handle: SRQ */
+	uint32_t srq_limit;		/* arm the limit event */
+	uint32_t pad;
+};
+
+/* ---- QP ---- */
+struct ipc_create_qp_req {
+	uint32_t pd, send_cq, recv_cq, srq;	/* srq 0: none */
+	uint32_t qp_type;		/* enum odpemu_qp_type */
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+	uint32_t sq_sig_all;
+	uint32_t fault_policy;		/* enum odpemu_fault_policy (0: the daemon's) */
+};
+/* Reply fd: ring memfd: SQ ring at 0, RQ ring at rq_offset (none with an SRQ). */
+struct ipc_create_qp_rep {
+	uint32_t handle, qp_num;
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+	uint32_t rq_offset, map_len;
+	uint32_t pad;
+};
+/* MODIFY_QP / QUERY_QP reply: the attributes in nic's layout, fixed width. */
+struct ipc_qp_attr {
+	uint32_t qp_state, cur_qp_state, path_mtu, qkey, rq_psn, sq_psn, dest_qp_num;
+	uint32_t qp_access_flags;
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index, hop_limit, traffic_class, is_global, port_num;
+	uint8_t en_sqd_async_notify, max_rd_atomic, max_dest_rd_atomic, min_rnr_timer;
+	uint8_t timeout, retry_cnt, rnr_retry;
+	uint16_t pkey_index;
+	uint16_t pad;
+};
+struct ipc_modify_qp_req {		/* handle: QP */
+	uint32_t mask;			/* enum odpemu_qp_attr_mask */
+	uint32_t pad;
+	struct ipc_qp_attr attr;
+};
+
+/* ---- counters ----
+ * Request: scope and object (handle of the session's object; or, with IPC_CTR_ANY, a QP
+ * number / MR lkey of any session, for odpemu-ctl). Reply: n name/value pairs. */
+enum ipc_ctr_scope { IPC_CTR_DEV = 0, IPC_CTR_QP = 1, IPC_CTR_MR = 2, IPC_CTR_LIST = 3 };
+#define IPC_CTR_ANY 1u
+struct ipc_counters_req {
+	uint32_t scope;			/* enum ipc_ctr_scope */
+	uint32_t flags;			/* IPC_CTR_ANY */
+	uint32_t id;			/* QP number / lkey with IPC_CTR_ANY */
+	uint32_t start;			/* first counter index wanted (paging) */
+};
+#define IPC_CTR_NAME 40
+struct ipc_counter {
+	char name[IPC_CTR_NAME];
+	uint64_t value;
+};
+struct ipc_counters_rep {
+	uint32_t n;			/* entries that follow */
+	uint32_t more;			/* 1: ask again with start += n */
+	struct ipc_counter c[];
+};
+#define IPC_MAX_COUNTERS ((IPC_MAX_MSG - sizeof(struct ipc_hdr) - 8) / sizeof(struct ipc_counter))
+
+/* ---- runtime injection: the same words as odpemud's flags ---- */
+struct ipc_inject_req {
+	char key[32];			/* "fault-delay-us", "fault-fail-rate", "evict-rate",
+					 * "fault-policy" */
+	char value[64];
+};
+
+/* ---- async events ---- */
+struct ipc_event {
+	uint32_t type;			/* enum odpemu_event_type */
+	uint32_t handle;		/* QP/CQ/SRQ/MR handle, or port number */
+};
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop — the daemon's event loop: one io_uring per device, driven by one thread.
+ *
+ * Every module that waits on something (the UDP socket, the control socket, a session, an
+ * eventfd, a userfaultfd) embeds a struct emu_io and submits SQEs whose user_data is that
+ * struct's address; the loop calls io->fn(io, cqe) for each completion. Multishot requests
+ * keep one emu_io armed for many completions: fn re-arms when IORING_CQE_F_MORE is clear.
+ *
+ * Between waits the loop runs its "idle work" callback (drain shared-memory rings, tick the
+ * NIC) and sleeps until the earliest deadline it was given (or forever: UINT64_MAX).
+ */
+#ifndef ODPEMU_EMU_LOOP_H
+#define ODPEMU_EMU_LOOP_H
+
+#include <liburing.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct emu_io;
+typedef void (*emu_io_fn)(struct emu_io *io, const struct io_uring_cqe *cqe);
+
+struct emu_io {
+	emu_io_fn fn;
+};
+
+struct emu_loop {
+	struct io_uring ring;
+	bool stop;
+	unsigned entries;
+};
+
+/* Set up a ring of `entries` SQEs (CQ twice that). 0 or -errno. */
+int emu_loop_init(struct emu_loop *l, unsigned entries);
+void emu_loop_fini(struct emu_loop *l);
+/* An SQE to fill, submitting queued ones first when the SQ is full; never NULL. */
+struct io_uring_sqe *emu_loop_sqe(struct emu_loop *l);
+/* The same, with user_data already set to io. */
+struct io_uring_sqe *emu_loop_sqe_for(struct emu_loop *l, struct emu_io *io);
+/* Arm a multishot poll for POLLIN on fd (re-armed by the caller's fn when it ends). */
+void emu_loop_poll_in(struct emu_loop *l, int fd, struct emu_io *io);
+/* Cancel every request with user_data io, multishot ones included: SQEs still queued
+ * become NOPs, requests in the kernel are cancelled synchronously, and their completions
+ * still in the CQ are never dispatched. When this returns 0, io and any buffer those
+ * requests used may be freed. May be called from a completion callback (of io too).
+ * Needs Linux >= 6.0 (IORING_REGISTER_SYNC_CANCEL). 0, or -errno (then a request may still
+ * complete: keep io and its buffers allocated); -EBUSY: the CQ stayed overflowed. */
+int emu_loop_cancel(struct emu_loop *l, struct emu_io *io);
+/* Submit what is queued, wait until a completion arrives or `deadline_ns`
+ * (CLOCK_MONOTONIC; UINT64_MAX: no deadline; <= now: do not sleep), then dispatch every
+ * completion. Returns the number dispatched or -errno (never -EINTR/-ETIME). */
+int emu_loop_run_once(struct emu_loop *l, uint64_t deadline_ns);
+/* CLOCK_MONOTONIC in nanoseconds: the clock of the daemon and of its struct nic. */
+uint64_t emu_now_ns(void);
+
+#endif

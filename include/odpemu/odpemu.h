@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libodpemu — the verbs API of odpemu's soft-HCA (the daemon odpemud).
+ *
+ * Shaped like libibverbs: same objects, same call order, same return contracts, so code
+ * written against libibverbs ports by renaming ibv_ to odpemu_, and a libibverbs-ABI shim
+ * stays thin. Differences are marked "odpemu:" below.
+ *
+ * RETURN CONTRACTS (as libibverbs):
+ *  - create/open/alloc/reg functions return the object, or NULL with errno set;
+ *  - destroy/modify/query functions return 0 or an errno value (positive), and set errno;
+ *  - post functions return 0 or an errno value and set *bad_wr to the first WR not posted;
+ *  - odpemu_poll_cq returns the number of completions (>= 0) or a negative value when the
+ *    device is gone.
+ *
+ * DEVICES. A device is a running odpemud: its control socket in $ODPEMU_RUNDIR (default
+ * /run/odpemu for root, $XDG_RUNTIME_DIR/odpemu otherwise). Opening it starts a session;
+ * when the process exits or crashes the daemon frees everything the session created.
+ *
+ * THREADS. Thread-safe as libibverbs is: control calls serialise on the context; post and
+ * poll on one queue from several threads must be serialised by the caller, as libibverbs'
+ * providers do internally (odpemu takes a per-queue lock, so concurrent calls are safe).
+ *
+ * MEMORY. ODPEMU_ACCESS_ON_DEMAND MRs touch nothing at registration; the daemon reads and
+ * writes the process's memory when traffic needs it, faulting pages in through its IO page
+ * table. Pinned MRs (no ON_DEMAND) behave like hardware pins: registration moves the pages
+ * of the (page-rounded) range into shared memory the daemon holds, so after the process
+ * unmaps and remaps that range the MR still reaches the old pages and the process gets an
+ * ODPEMU_EVENT_MR_DECOHERENCE async event. Only private anonymous memory (malloc, mmap
+ * MAP_ANONYMOUS|MAP_PRIVATE, stack) can be registered pinned; register other memory with
+ * ON_DEMAND. See docs/emu.md for the caveats (threads writing the range during
+ * registration, fork).
+ */
+#ifndef ODPEMU_ODPEMU_H
+#define ODPEMU_ODPEMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "odpemu/verbs_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- devices ---- */
+
+struct odpemu_device;	/* opaque: a name and a control socket */
+
+/* The running devices (sockets that accept a connection), NULL-terminated; *num_devices
+ * (may be NULL) gets the count. NULL with errno on failure (ENOMEM). An empty list is not a
+ * failure. Free with odpemu_free_device_list. */
+struct odpemu_device **odpemu_get_device_list(int *num_devices);
+void odpemu_free_device_list(struct odpemu_device **list);
+/* "odp0". */
+const char *odpemu_get_device_name(const struct odpemu_device *device);
+
+struct odpemu_context {
+	struct odpemu_device *device;
+	int async_fd;		/* readable when an async event waits (poll it) */
+	int num_comp_vectors;	/* 1 */
+};
+
+/* Connect to the daemon. NULL with errno: ENODEV (daemon not running: start odpemud),
+ * EPROTO (daemon of another version), EACCES (socket permissions), ENOMEM. */
+struct odpemu_context *odpemu_open_device(struct odpemu_device *device);
+/* Close: destroys every object still open on the context (the daemon frees them). */
+int odpemu_close_device(struct odpemu_context *context);
+/* odpemu: the last failure's explanation on this context, from the daemon (e.g. why a
+ * modify_qp was refused) or from the library (e.g. why memory cannot be pinned); "" if
+ * none. errno stays the verdict; this only says more. Valid until the next failing call
+ * on the context (any thread); never NULL. */
+const char *odpemu_last_error(struct odpemu_context *context);
+
+struct odpemu_odp_caps {
+	uint64_t general_caps;	/* enum odpemu_odp_general_caps */
+	struct {
+		uint32_t rc_odp_caps, uc_odp_caps, ud_odp_caps; /* enum odpemu_odp_transport_caps */
+	} per_transport_caps;
+};
+
+struct odpemu_device_attr {
+	char fw_ver[64];
+	uint64_t node_guid;
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t vendor_id, vendor_part_id, hw_ver;
+	int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+	int max_srq, max_srq_wr, max_srq_sge;
+	int max_qp_rd_atom, max_qp_init_rd_atom;
+	uint32_t max_inline_data;	/* odpemu: ibv reports it per QP only */
+	uint16_t max_pkeys;
+	uint8_t phys_port_cnt;		/* 1 */
+	struct odpemu_odp_caps odp_caps;	/* ibv_query_device_ex's odp_caps */
+};
+/* 0 or errno (ENODEV when the daemon is gone). */
+int odpemu_query_device(struct odpemu_context *context, struct odpemu_device_attr *attr);
+
+enum odpemu_link_layer { ODPEMU_LINK_LAYER_ETHERNET = 2 };
+
+struct odpemu_port_attr {
+	enum odpemu_port_state state;
+	enum odpemu_mtu max_mtu, active_mtu;
+	int gid_tbl_len;
+	uint8_t link_layer;		/* ODPEMU_LINK_LAYER_ETHERNET */
+	uint32_t netdev_mtu;		/* odpemu: the interface's MTU */
+	char netdev[64];		/* odpemu: the interface's name */
+	enum odpemu_fault_policy fault_policy;	/* odpemu: the daemon's default */
+};
+/* port_num 1 only (EINVAL otherwise). */
+int odpemu_query_port(struct odpemu_context *context, uint8_t port_num,
+		      struct odpemu_port_attr *attr);
+
+union odpemu_gid {
+	uint8_t raw[16];
+	struct {
+		uint64_t subnet_prefix, interface_id;	/* big-endian, as ibv_gid */
+	} global;
+};
+/* GID index of port 1: 0 or errno (EINVAL for an index past gid_tbl_len). */
+int odpemu_query_gid(struct odpemu_context *context, uint8_t port_num, int index,
+		     union odpemu_gid *gid);
+
+/* ---- async events ---- */
+
+struct odpemu_cq;
+struct odpemu_qp;
+struct odpemu_srq;
+struct odpemu_mr;
+
+struct odpemu_async_event {
+	union {
+		struct odpemu_cq *cq;
+		struct odpemu_qp *qp;
+		struct odpemu_srq *srq;
+		struct odpemu_mr *mr;	/* odpemu: MR_DECOHERENCE */
+		int port_num;
+	} element;
+	enum odpemu_event_type event_type;
+};
+/* Block until an event arrives (or return EAGAIN at once if async_fd was made
+ * non-blocking). When the daemon dies this returns ODPEMU_EVENT_DEVICE_FATAL, once.
+ * 0 or errno. */
+int odpemu_get_async_event(struct odpemu_context *context, struct odpemu_async_event *event);
+/* Every event must be acknowledged before its object can be destroyed. */
+void odpemu_ack_async_event(struct odpemu_async_event *event);
+
+/* ---- PD, MR ---- */
+
+struct odpemu_pd {
+	struct odpemu_context *context;
+	uint32_t handle;
+};
+struct odpemu_pd *odpemu_alloc_pd(struct odpemu_context *context);
+/* EBUSY while MRs, QPs or SRQs use it. */
+int odpemu_dealloc_pd(struct odpemu_pd *pd);
+
+struct odpemu_mr {
+	struct odpemu_context *context;
+	struct odpemu_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t handle, lkey, rkey;
+};
+/* ibv_reg_mr. access: enum odpemu_access_flags. Implicit ODP: addr NULL, length SIZE_MAX,
+ * ODPEMU_ACCESS_ON_DEMAND. NULL with errno: EINVAL (flags, REMOTE_WRITE/ATOMIC without
+ * LOCAL_WRITE, zero length), EFAULT (pinned: the range is not fully mapped), EOPNOTSUPP
+ * (pinned: memory other than private anonymous), ENOMEM. */
+struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length, int access);
+/* Safe while traffic is in flight (its keys stop matching at once). Pinned MRs leave the
+ * process's pages as they are (shared with nobody once the daemon lets go). */
+int odpemu_dereg_mr(struct odpemu_mr *mr);
+
+struct odpemu_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* ibv_advise_mr: advice enum odpemu_advise_mr_advice on the ODP MRs named by sg_list's
+ * lkeys. flags ODPEMU_ADVISE_MR_FLAG_FLUSH: return when the pages are present (or the
+ * prefetch failed); otherwise return at once. 0 or errno: EINVAL, EOPNOTSUPP (not an ODP
+ * MR), EFAULT (sync prefetch could not map the range). */
+int odpemu_advise_mr(struct odpemu_pd *pd, enum odpemu_advise_mr_advice advice, uint32_t flags,
+		     const struct odpemu_sge *sg_list, uint32_t num_sge);
+
+/* ---- completion channel, CQ ---- */
+
+struct odpemu_comp_channel {
+	struct odpemu_context *context;
+	int fd;			/* readable when a CQ event waits */
+	int refcnt;		/* CQs using it */
+	uint32_t handle;
+};
+struct odpemu_comp_channel *odpemu_create_comp_channel(struct odpemu_context *context);
+/* EBUSY while a CQ uses it. */
+int odpemu_destroy_comp_channel(struct odpemu_comp_channel *channel);
+
+struct odpemu_cq {
+	struct odpemu_context *context;
+	struct odpemu_comp_channel *channel;
+	void *cq_context;
+	int cqe;
+	uint32_t handle;
+	uint32_t comp_events_completed, async_events_completed;
+	void *priv;		/* library state: the ring */
+};
+/* ibv_create_cq: at least cqe entries. NULL with errno: EINVAL (cqe 0 or above max_cqe),
+ * ENOMEM. */
+struct odpemu_cq *odpemu_create_cq(struct odpemu_context *context, int cqe, void *cq_context,
+				   struct odpemu_comp_channel *channel, int comp_vector);
+/* EBUSY while a QP uses it. Unacknowledged CQ events make this wait, as ibv_destroy_cq. */
+int odpemu_destroy_cq(struct odpemu_cq *cq);
+
+enum odpemu_wc_flags {
+	ODPEMU_WC_GRH = 1 << 0,
+	ODPEMU_WC_WITH_IMM = 1 << 1,
+	ODPEMU_WC_WITH_INV = 1 << 3,
+};
+struct odpemu_wc {
+	uint64_t wr_id;
+	enum odpemu_wc_status status;
+	enum odpemu_wc_opcode opcode;
+	uint32_t vendor_err;	/* odpemu: why an error happened (odpemu_vendor_err_str) */
+	uint32_t byte_len;
+	union {
+		uint32_t imm_data;	/* network byte order, as ibv_wc */
+		uint32_t invalidated_rkey;
+	};
+	uint32_t qp_num;
+	uint32_t src_qp;
+	unsigned int wc_flags;	/* enum odpemu_wc_flags */
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	union odpemu_gid sgid;	/* odpemu: UD receives: the sender's GID (ibv: in the GRH) */
+};
+/* Up to num_entries completions: the count (>= 0), or a negative value when the device is
+ * gone (daemon died: a DEVICE_FATAL event says so too). Never blocks, no system call. */
+int odpemu_poll_cq(struct odpemu_cq *cq, int num_entries, struct odpemu_wc *wc);
+/* Arm: the next completion (solicited_only: the next solicited or error completion) makes
+ * the CQ's channel readable. 0 or errno. */
+int odpemu_req_notify_cq(struct odpemu_cq *cq, int solicited_only);
+/* Block (unless the channel fd is non-blocking: EAGAIN) until an armed CQ fires. 0 or
+ * errno; EIO when the daemon died. */
+int odpemu_get_cq_event(struct odpemu_comp_channel *channel, struct odpemu_cq **cq,
+			void **cq_context);
+void odpemu_ack_cq_events(struct odpemu_cq *cq, unsigned int nevents);
+
+/* ---- SRQ ---- */
+
+struct odpemu_srq_attr {
+	uint32_t max_wr, max_sge, srq_limit;
+};
+struct odpemu_srq_init_attr {
+	void *srq_context;
+	struct odpemu_srq_attr attr;
+};
+struct odpemu_srq {
+	struct odpemu_context *context;
+	void *srq_context;
+	struct odpemu_pd *pd;
+	uint32_t handle;
+	void *priv;
+};
+enum odpemu_srq_attr_mask { ODPEMU_SRQ_MAX_WR = 1 << 0, ODPEMU_SRQ_LIMIT = 1 << 1 };
+struct odpemu_srq *odpemu_create_srq(struct odpemu_pd *pd,
+				     struct odpemu_srq_init_attr *srq_init_attr);
+/* ODPEMU_SRQ_LIMIT only (arms SRQ_LIMIT_REACHED); EINVAL otherwise. */
+int odpemu_modify_srq(struct odpemu_srq *srq, struct odpemu_srq_attr *srq_attr, int mask);
+int odpemu_query_srq(struct odpemu_srq *srq, struct odpemu_srq_attr *srq_attr);
+int odpemu_destroy_srq(struct odpemu_srq *srq);
+
+struct odpemu_recv_wr {
+	uint64_t wr_id;
+	struct odpemu_recv_wr *next;
+	struct odpemu_sge *sg_list;
+	int num_sge;
+};
+int odpemu_post_srq_recv(struct odpemu_srq *srq, struct odpemu_recv_wr *recv_wr,
+			 struct odpemu_recv_wr **bad_recv_wr);
+
+/* ---- address handles (UD) ---- */
+
+struct odpemu_global_route {
+	union odpemu_gid dgid;
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+};
+struct odpemu_ah_attr {
+	struct odpemu_global_route grh;
+	uint16_t dlid;
+	uint8_t sl;
+	uint8_t src_path_bits;
+	uint8_t static_rate;
+	uint8_t is_global;	/* RoCE: must be 1 */
+	uint8_t port_num;
+};
+struct odpemu_ah {
+	struct odpemu_context *context;
+	struct odpemu_pd *pd;
+	struct odpemu_ah_attr attr;
+};
+/* Local only (no daemon call). NULL with errno EINVAL when not is_global. */
+struct odpemu_ah *odpemu_create_ah(struct odpemu_pd *pd, struct odpemu_ah_attr *attr);
+int odpemu_destroy_ah(struct odpemu_ah *ah);
+
+/* ---- QP ---- */
+
+struct odpemu_qp_cap {
+	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
+};
+struct odpemu_qp_init_attr {
+	void *qp_context;
+	struct odpemu_cq *send_cq;
+	struct odpemu_cq *recv_cq;
+	struct odpemu_srq *srq;
+	struct odpemu_qp_cap cap;	/* in: wanted; out: granted */
+	enum odpemu_qp_type qp_type;	/* RC or UD */
+	int sq_sig_all;
+	enum odpemu_fault_policy fault_policy;	/* odpemu: responder policy on a page fault */
+};
+struct odpemu_qp {
+	struct odpemu_context *context;
+	void *qp_context;
+	struct odpemu_pd *pd;
+	struct odpemu_cq *send_cq, *recv_cq;
+	struct odpemu_srq *srq;
+	uint32_t handle, qp_num;
+	enum odpemu_qp_state state;
+	enum odpemu_qp_type qp_type;
+	void *priv;
+};
+struct odpemu_qp_attr {
+	enum odpemu_qp_state qp_state, cur_qp_state;
+	enum odpemu_mtu path_mtu;
+	uint32_t qkey, rq_psn, sq_psn, dest_qp_num;
+	unsigned int qp_access_flags;
+	struct odpemu_qp_cap cap;
+	struct odpemu_ah_attr ah_attr;
+	uint16_t pkey_index;
+	uint8_t en_sqd_async_notify, sq_draining;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	uint8_t min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry;
+};
+/* RC or UD. NULL with errno: EINVAL (caps beyond the device's, CQs of another context),
+ * EOPNOTSUPP (UC), ENOMEM. */
+struct odpemu_qp *odpemu_create_qp(struct odpemu_pd *pd, struct odpemu_qp_init_attr *init);
+/* ibv_modify_qp: 0 or errno (EINVAL for a transition or attribute the spec forbids). */
+int odpemu_modify_qp(struct odpemu_qp *qp, struct odpemu_qp_attr *attr, int attr_mask);
+int odpemu_query_qp(struct odpemu_qp *qp, struct odpemu_qp_attr *attr, int attr_mask,
+		    struct odpemu_qp_init_attr *init);
+int odpemu_destroy_qp(struct odpemu_qp *qp);
+
+struct odpemu_send_wr {
+	uint64_t wr_id;
+	struct odpemu_send_wr *next;
+	struct odpemu_sge *sg_list;
+	int num_sge;
+	enum odpemu_wr_opcode opcode;
+	unsigned int send_flags;	/* enum odpemu_send_flags */
+	union {
+		uint32_t imm_data;	/* network byte order, as ibv_send_wr */
+		uint32_t invalidate_rkey;
+	};
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;			/* RDMA_*, ATOMIC_WRITE (8 bytes from one SGE) */
+		struct {
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+		struct {
+			struct odpemu_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+			uint32_t len;		/* 0 with remote_addr 0: the whole MR */
+			uint8_t type;		/* odpemu: ibv_wr_flush's type bits */
+			uint8_t level;		/* odpemu: ibv_wr_flush's level */
+		} flush;			/* odpemu: ibv has FLUSH in the extended API only */
+	} wr;
+};
+/* ibv_post_send: the chain is one doorbell. 0 or errno with *bad_wr the first WR not
+ * posted: EINVAL (opcode for the QP type, num_sge, inline size, QP in RESET/INIT/RTR),
+ * ENOMEM (send queue full). No system call unless the daemon sleeps. Posting in ERR is
+ * accepted: the WR completes with WR_FLUSH_ERR. */
+int odpemu_post_send(struct odpemu_qp *qp, struct odpemu_send_wr *wr,
+		     struct odpemu_send_wr **bad_wr);
+int odpemu_post_recv(struct odpemu_qp *qp, struct odpemu_recv_wr *wr,
+		     struct odpemu_recv_wr **bad_wr);
+
+/* ---- counters and injection (odpemu: `rdma stat` and the daemon's knobs) ---- */
+
+enum odpemu_counter_scope {
+	ODPEMU_COUNTERS_DEVICE = 0,
+	ODPEMU_COUNTERS_QP = 1,		/* id: a QP handle of this context */
+	ODPEMU_COUNTERS_MR = 2,		/* id: an MR handle of this context */
+};
+struct odpemu_counter {
+	char name[40];		/* page_faults, page_fault_pages, page_invalidations, ... */
+	uint64_t value;
+};
+/* Up to max counters of one object: the count, or -1 with errno. Names are stable (the
+ * daemon's; docs/emu.md lists them). */
+int odpemu_query_counters(struct odpemu_context *context, enum odpemu_counter_scope scope,
+			  uint32_t id, struct odpemu_counter *out, int max);
+/* Change an injection knob at run time, with the words of odpemud's flags: key
+ * "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy"; value as on the
+ * command line. 0 or errno (EINVAL: unknown key or bad value). */
+int odpemu_set_inject(struct odpemu_context *context, const char *key, const char *value);
+
+/* ---- names ---- */
+const char *odpemu_vendor_err_str(uint32_t vendor_err);
+const char *odpemu_mtu_str(enum odpemu_mtu mtu);
+int odpemu_mtu_to_bytes(enum odpemu_mtu mtu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

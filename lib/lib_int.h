@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_int — libodpemu's private types. Every public object is the public struct of
+ * odpemu.h embedded first in a library struct (container_of by a cast), so a pointer the
+ * application holds is also the library's.
+ *
+ * Locks: ctx->ctl_lock serialises control requests (one request in flight per session,
+ * as ipc.h demands); ctx->tab_lock guards the handle tables and is only ever held for a
+ * lookup or an update, never across a request, so an event reader is not stuck behind a
+ * slow request; each queue has a spinlock for its ring; each object's lib_evc counts
+ * events handed out and acknowledged. Order: ctl_lock, then tab_lock, then object locks.
+ */
+#ifndef ODPEMU_LIB_INT_H
+#define ODPEMU_LIB_INT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc.h"
+#include "ipc_ring.h"
+#include "odpemu/odpemu.h"
+
+/* Definitions of odpemu.h's functions carry this; everything else stays hidden
+ * (-fvisibility=hidden). */
+#define ODPEMU_EXPORT __attribute__((visibility("default")))
+
+#define LIB_PATH_LEN 108	/* sizeof(sockaddr_un.sun_path) */
+
+struct odpemu_device {
+	char name[IPC_NAME_LEN];
+	char path[LIB_PATH_LEN];
+};
+
+/* ---- handle tables (table.c): handle -> object, sorted by handle ---- */
+struct lib_table {
+	struct lib_table_entry { uint32_t handle; void *obj; } *e;
+	uint32_t n, cap;
+};
+int lib_table_add(struct lib_table *t, uint32_t handle, void *obj);	/* 0, -ENOMEM, -EEXIST */
+void *lib_table_find(const struct lib_table *t, uint32_t handle);
+void *lib_table_remove(struct lib_table *t, uint32_t handle);
+void lib_table_free(struct lib_table *t);
+
+/* ---- events handed out vs acknowledged (libibverbs' events_completed counters) ---- */
+struct lib_evc {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint32_t comp_got, comp_acked;
+	uint32_t async_got, async_acked;
+};
+void lib_evc_init(struct lib_evc *e);
+void lib_evc_fini(struct lib_evc *e);
+void lib_evc_got(struct lib_evc *e, bool comp);
+void lib_evc_ack(struct lib_evc *e, bool comp, uint32_t n);
+/* Wait until every event handed out has been acknowledged (destroy calls). */
+void lib_evc_wait(struct lib_evc *e);
+
+/* ---- context ---- */
+struct lib_context {
+	struct odpemu_context pub;
+	struct odpemu_device dev;	/* pub.device points here: the list may be freed */
+	int sock;			/* control socket (-1 in unit tests) */
+	int doorbell_fd;
+	struct ipc_status_page *status;	/* the daemon's page, mapped read-only */
+	uint32_t session, daemon_pid, notifier;
+
+	pthread_mutex_t ctl_lock;	/* one request at a time; seq */
+	uint32_t seq;
+	pthread_mutex_t err_lock;
+	char last_error[IPC_ERR_LEN];
+
+	pthread_mutex_t tab_lock;
+	struct lib_table pds, mrs, channels, cqs, srqs, qps;
+
+	atomic_bool dead;		/* the daemon is gone: every call fails with ENODEV */
+	_Atomic uint64_t live_check_ns;	/* last liveness probe of the control socket */
+
+	pthread_mutex_t ev_lock;	/* async events: the end-of-file state below */
+	bool fatal_given;		/* DEVICE_FATAL returned once: later calls get EIO */
+};
+
+static inline struct lib_context *lib_ctx(struct odpemu_context *c)
+{
+	return (struct lib_context *)c;
+}
+
+/* A context with its locks and tables ready and no daemon (sock -1, status NULL). */
+struct lib_context *lib_ctx_alloc(void);
+/* Unmap and free every object left in the tables, then the context (no daemon calls). */
+void lib_ctx_free(struct lib_context *c);
+bool lib_ctx_dead(struct lib_context *c);
+void lib_ctx_mark_dead(struct lib_context *c);
+/* Remember a human line for odpemu_last_error. */
+void lib_set_error(struct lib_context *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Ring the doorbell if the daemon's loop may be asleep (after the caller's release store
+ * of a producer index). */
+void lib_doorbell(struct lib_context *c);
+
+/* ---- control requests (ctl.c) ---- */
+struct lib_call {
+	uint16_t op;
+	uint32_t handle;		/* ipc_hdr.handle */
+	const void *req;		/* body */
+	size_t req_len;
+	const int *fds;			/* SCM_RIGHTS sent with the request */
+	unsigned nfds;
+	void *rep;			/* reply body (may be NULL when rep_cap is 0) */
+	size_t rep_min, rep_cap;	/* accepted body sizes */
+	size_t rep_len;			/* out: body bytes received */
+	int *rfds;			/* out: exactly nrfds fds, or all -1 on failure */
+	unsigned nrfds;
+};
+/* One request and its reply. 0 or -errno; -ENODEV when the daemon is gone (the context
+ * is then dead). On failure no received fd stays open. */
+int lib_call(struct lib_context *c, struct lib_call *call);
+/* A destroy request: the daemon being gone counts as success (it freed everything). */
+int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle);
+/* Fail the public way: errno = err, return err (positive). */
+int lib_fail(int err);
+
+/* ---- shared-memory rings ---- */
+struct lib_ring {
+	struct ipc_ring *hdr;		/* shared header */
+	char *base;			/* the memfd mapping the ring lives in */
+	uint32_t offset, size, slot;	/* own copies, checked once at attach */
+	uint32_t head;			/* producer: next index to fill; consumer: next to read */
+};
+/* Check the header at base + at against what this side expects (size 0: any power of
+ * two) and attach r to it. 0 or -EPROTO. */
+int lib_ring_attach(struct lib_ring *r, void *base, size_t map_len, uint32_t at,
+		    uint32_t size, uint32_t min_slot);
+static inline void *lib_ring_slot(const struct lib_ring *r, uint32_t idx)
+{
+	return ipc_ring_slot(r->base, r->offset, r->size, r->slot, idx);
+}
+/* Producer: is there room for one more slot at r->head? Loads cons (acquire: the daemon
+ * has finished copying a slot before we overwrite it). */
+bool lib_ring_room(struct lib_ring *r);
+/* Producer: publish every slot up to r->head (release). */
+void lib_ring_publish(struct lib_ring *r);
+/* Map a ring memfd read-write shared and close the fd. NULL with -errno in *err. */
+void *lib_map_fd(int fd, size_t len, int *err);
+
+/* ---- objects ---- */
+struct lib_mr {
+	struct odpemu_mr pub;
+	struct lib_evc evc;
+};
+
+struct lib_cq {
+	struct odpemu_cq pub;
+	struct lib_evc evc;		/* mirrors pub.*_events_completed */
+	pthread_spinlock_t lock;	/* pollers */
+	struct lib_ring ring;		/* consumer side */
+	void *map;
+	size_t map_len;
+	uint32_t empty_polls;
+};
+
+/* A work queue the library produces into (SQ, RQ, SRQ). */
+struct lib_wq {
+	pthread_spinlock_t lock;	/* posters */
+	struct lib_ring ring;
+	uint32_t max_sge, max_inline;
+};
+
+struct lib_srq {
+	struct odpemu_srq pub;
+	struct lib_evc evc;
+	struct lib_wq wq;
+	struct odpemu_srq_attr attr;	/* granted sizes, armed limit (under tab_lock) */
+	void *map;
+	size_t map_len;
+};
+
+struct lib_qp {
+	struct odpemu_qp pub;
+	struct lib_evc evc;
+	_Atomic int state;		/* pub.state for posters (enum odpemu_qp_state) */
+	struct lib_wq sq, rq;		/* rq unused with an SRQ */
+	struct odpemu_qp_cap cap;	/* granted */
+	int sq_sig_all;
+	enum odpemu_fault_policy fault_policy;
+	void *map;
+	size_t map_len;
+};
+
+/* Attach a CQ / SRQ / QP to its ring memfd mapping (also used by the unit tests, which
+ * build rings themselves). 0 or -EPROTO. */
+int lib_cq_attach(struct lib_cq *cq, void *map, size_t map_len);
+int lib_srq_attach(struct lib_srq *srq, void *map, size_t map_len);
+int lib_qp_attach(struct lib_qp *qp, void *map, size_t map_len, uint32_t rq_offset);
+void lib_wq_init(struct lib_wq *wq, uint32_t max_sge, uint32_t max_inline);
+/* Library-side teardown (no daemon call): unmap, free. */
+void lib_cq_free(struct lib_cq *cq);
+/* Acknowledge CQ (comp) or async events, mirrored into the public counters. */
+void lib_cq_ack(struct lib_cq *cq, bool comp, uint32_t n);
+void lib_srq_free(struct lib_srq *srq);
+void lib_qp_free(struct lib_qp *qp);
+void lib_mr_free(struct lib_mr *mr);
+void lib_channel_free(struct odpemu_comp_channel *ch);
+
+/* ---- host memory (maps.c, pin.c) ---- */
+struct lib_vma {
+	uintptr_t start, end;
+	int prot;			/* PROT_* */
+	bool shared;
+	uint64_t offset;
+	dev_t dev;
+	ino_t ino;
+	char path[64];			/* truncated; enough to classify */
+};
+/* Every VMA of the process in address order. 0 or -errno; *vmas to free(). */
+int lib_maps_read(struct lib_vma **vmas, size_t *n);
+
+#define LIB_PIN_NAME "odpemu-pin"
+struct lib_pin_seg {
+	uint64_t len, fd_offset;
+	int fd;				/* a duplicate the caller closes */
+};
+/* Move the page-rounded [addr, addr+len) into memfds the library holds (reusing those of
+ * earlier moves) and describe it as segments in address order. 0 or -errno (EFAULT:
+ * not mapped or not readable; EOPNOTSUPP: not private anonymous; E2BIG: more than max
+ * segments); *why says what, for the caller's last_error. */
+int lib_pin_range(uintptr_t addr, size_t len, struct lib_pin_seg *segs, unsigned max,
+		  unsigned *nsegs, const char **why);
+/* Tests: the number of registry entries (stale ones dropped first). */
+size_t lib_pin_entries(void);
+
+/* ---- userfaultfd for HELLO (uffd.c) ---- */
+/* A userfaultfd with the API handshake done, or -1 when the kernel refuses one. */
+int lib_uffd_open(void);
+
+#endif

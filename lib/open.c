@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening a device: connect to the daemon's control socket and say HELLO, handing over a
+ * userfaultfd; the reply brings the async event pipe, the doorbell eventfd and the
+ * daemon's status page. Closing the socket ends the session: the daemon frees all its
+ * objects, whether we close cleanly or crash. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lib_int.h"
+
+static int connect_to(const struct odpemu_device *dev)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	memcpy(sa.sun_path, dev->path, sizeof(dev->path));
+	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return fd;
+	err = errno;
+	close(fd);
+	if (err == ECONNREFUSED || err == ENOENT)
+		return -ENODEV;		/* nobody serves the socket: odpemud is not running */
+	return -(err == EPERM ? EACCES : err);
+}
+
+static int map_status(struct lib_context *c, int fd)
+{
+	struct ipc_status_page *p = mmap(NULL, sizeof(*p), PROT_READ, MAP_SHARED, fd, 0);
+
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (p->magic != IPC_STATUS_MAGIC || p->version != IPC_VERSION) {
+		munmap(p, sizeof(*p));
+		return -EPROTO;
+	}
+	c->status = p;
+	return 0;
+}
+
+/* The userfaultfd goes to the daemon and our copy is closed at once: were we to keep it,
+ * a munmap in this process would wait for a dead daemon to read the event, forever. */
+static int hello(struct lib_context *c)
+{
+	struct ipc_hello_req req = { .client_version = IPC_VERSION };
+	struct ipc_hello_rep rep;
+	int uffd = lib_uffd_open(), fds[3];
+	struct lib_call call = {
+		.op = IPC_HELLO, .req = &req, .req_len = sizeof(req),
+		.fds = &uffd, .nfds = uffd >= 0,
+		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep),
+		.rfds = fds, .nrfds = 3,
+	};
+	int rc;
+
+	if (uffd >= 0)
+		req.flags = IPC_HELLO_HAS_UFFD;
+	rc = lib_call(c, &call);
+	if (uffd >= 0)
+		close(uffd);
+	if (rc)
+		return rc;
+	c->pub.async_fd = fds[0];
+	c->doorbell_fd = fds[1];
+	c->session = rep.session;
+	c->daemon_pid = rep.daemon_pid;
+	c->notifier = rep.notifier;
+	rc = map_status(c, fds[2]);
+	/* Yama (ptrace_scope 1) lets only a declared tracer process_vm_readv us. EINVAL
+	 * means no Yama; a process has one such tracer, so with two devices open the last
+	 * one wins unless the daemons have CAP_SYS_PTRACE (root). */
+	if (!rc)
+		(void)prctl(PR_SET_PTRACER, (unsigned long)rep.daemon_pid, 0, 0, 0);
+	return rc;
+}
+
+static void ctx_close_fds(struct lib_context *c)
+{
+	if (c->status)
+		munmap(c->status, sizeof(*c->status));
+	c->status = NULL;
+	if (c->pub.async_fd >= 0)
+		close(c->pub.async_fd);
+	if (c->doorbell_fd >= 0)
+		close(c->doorbell_fd);
+	if (c->sock >= 0)
+		close(c->sock);
+	c->pub.async_fd = c->doorbell_fd = c->sock = -1;
+}
+
+ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *device)
+{
+	struct lib_context *c;
+	int rc;
+
+	if (!device) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = lib_ctx_alloc();
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dev = *device;
+	rc = connect_to(device);
+	if (rc >= 0) {
+		c->sock = rc;
+		rc = hello(c);
+	}
+	if (rc < 0) {
+		ctx_close_fds(c);
+		lib_ctx_free(c);
+		errno = -rc;
+		return NULL;
+	}
+	return &c->pub;
+}
+
+ODPEMU_EXPORT int odpemu_close_device(struct odpemu_context *context)
+{
+	struct lib_context *c;
+
+	if (!context)
+		return lib_fail(EINVAL);
+	c = lib_ctx(context);
+	ctx_close_fds(c);
+	lib_ctx_free(c);
+	return 0;
+}

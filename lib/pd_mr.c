@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/* Protection domains and memory regions. ODP MRs are a daemon call and nothing else; a
+ * pinned MR first has its pages moved into shared memory (pin.c) and passes the memfds. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib_int.h"
+
+ODPEMU_EXPORT struct odpemu_pd *odpemu_alloc_pd(struct odpemu_context *context)
+{
+	struct ipc_handle_rep rep;
+	struct lib_call call = { .op = IPC_ALLOC_PD, .rep = &rep, .rep_min = sizeof(rep),
+				 .rep_cap = sizeof(rep) };
+	struct lib_context *c;
+	struct odpemu_pd *pd;
+	int rc;
+
+	if (!context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = lib_ctx(context);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = lib_call(c, &call);
+	if (!rc) {
+		pd->context = context;
+		pd->handle = rep.handle;
+		pthread_mutex_lock(&c->tab_lock);
+		rc = lib_table_add(&c->pds, pd->handle, pd);
+		pthread_mutex_unlock(&c->tab_lock);
+		if (rc)
+			lib_call_destroy(c, IPC_DEALLOC_PD, rep.handle);
+	}
+	if (rc) {
+		free(pd);
+		errno = -rc;
+		return NULL;
+	}
+	return pd;
+}
+
+ODPEMU_EXPORT int odpemu_dealloc_pd(struct odpemu_pd *pd)
+{
+	struct lib_context *c;
+	int rc;
+
+	if (!pd)
+		return lib_fail(EINVAL);
+	c = lib_ctx(pd->context);
+	rc = lib_call_destroy(c, IPC_DEALLOC_PD, pd->handle);
+	if (rc)
+		return lib_fail(-rc);
+	pthread_mutex_lock(&c->tab_lock);
+	lib_table_remove(&c->pds, pd->handle);
+	pthread_mutex_unlock(&c->tab_lock);
+	free(pd);
+	return 0;
+}
+
+/* ibv_reg_mr's rules: known bits, and remote write or atomic only with local write. */
+static int check_access(int access)
+{
+	if (access & ~ODPEMU_ACCESS_ALL_MR)
+		return -EINVAL;
+	if ((access & (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & ODPEMU_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+union lib_reg_buf {
+	struct ipc_reg_mr_req req;
+	char bytes[sizeof(struct ipc_reg_mr_req) + IPC_MAX_MR_SEGS * sizeof(struct ipc_mr_seg)];
+};
+
+/* Move the range and fill the request's segments and fds (duplicates to close). */
+static int pin(struct lib_context *c, union lib_reg_buf *b, void *addr, size_t length,
+	       int *fds)
+{
+	struct lib_pin_seg segs[IPC_MAX_MR_SEGS];
+	const char *why = "";
+	unsigned n = 0;
+	int rc = lib_pin_range((uintptr_t)addr, length, segs, IPC_MAX_MR_SEGS, &n, &why);
+
+	if (rc == -E2BIG) {
+		lib_set_error(c, "reg_mr %p+%zu: the range spans more than %d mappings; register "
+			      "it with ODPEMU_ACCESS_ON_DEMAND", addr, length, IPC_MAX_MR_SEGS);
+		return -EINVAL;
+	}
+	if (rc) {
+		lib_set_error(c, "reg_mr %p+%zu: %s%s", addr, length, why, rc == -EOPNOTSUPP ?
+			      "; register it with ODPEMU_ACCESS_ON_DEMAND" : "");
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		b->req.segs[i].len = segs[i].len;
+		b->req.segs[i].fd_offset = segs[i].fd_offset;
+		fds[i] = segs[i].fd;
+	}
+	b->req.nsegs = n;
+	return 0;
+}
+
+static struct lib_mr *mr_new(struct odpemu_pd *pd, void *addr, size_t length,
+			     const struct ipc_reg_mr_rep *rep)
+{
+	struct lib_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr)
+		return NULL;
+	mr->pub.context = pd->context;
+	mr->pub.pd = pd;
+	mr->pub.addr = addr;
+	mr->pub.length = length;
+	mr->pub.handle = rep->handle;
+	mr->pub.lkey = rep->lkey;
+	mr->pub.rkey = rep->rkey;
+	lib_evc_init(&mr->evc);
+	return mr;
+}
+
+static int reg(struct lib_context *c, union lib_reg_buf *b, int *fds, struct ipc_reg_mr_rep *rep)
+{
+	struct lib_call call = {
+		.op = IPC_REG_MR, .req = b,
+		.req_len = sizeof(b->req) + b->req.nsegs * sizeof(struct ipc_mr_seg),
+		.fds = fds, .nfds = b->req.nsegs,
+		.rep = rep, .rep_min = sizeof(*rep), .rep_cap = sizeof(*rep),
+	};
+
+	return lib_call(c, &call);
+}
+
+static struct lib_mr *reg_mr(struct odpemu_pd *pd, void *addr, size_t length, int access,
+			     int *err)
+{
+	struct lib_context *c = lib_ctx(pd->context);
+	bool implicit = !addr && length == SIZE_MAX && (access & ODPEMU_ACCESS_ON_DEMAND);
+	union lib_reg_buf b;
+	struct ipc_reg_mr_rep rep;
+	struct lib_mr *mr = NULL;
+	int fds[IPC_MAX_MR_SEGS];
+
+	memset(&b, 0, sizeof(b));
+	b.req.va = implicit ? 0 : (uint64_t)(uintptr_t)addr;
+	b.req.len = implicit ? UINT64_MAX : (uint64_t)length;
+	b.req.access = (uint32_t)access;
+	b.req.pd = pd->handle;
+	*err = (access & ODPEMU_ACCESS_ON_DEMAND) ? 0 : pin(c, &b, addr, length, fds);
+	if (!*err)
+		*err = reg(c, &b, fds, &rep);
+	for (unsigned i = 0; i < b.req.nsegs; i++)
+		close(fds[i]);
+	if (!*err && !(mr = mr_new(pd, addr, length, &rep))) {
+		lib_call_destroy(c, IPC_DEREG_MR, rep.handle);
+		*err = -ENOMEM;
+	}
+	return mr;
+}
+
+ODPEMU_EXPORT struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length,
+					      int access)
+{
+	struct lib_context *c;
+	struct lib_mr *mr;
+	int rc;
+
+	if (!pd || !length || check_access(access) ||
+	    (addr && (uintptr_t)addr + length < (uintptr_t)addr)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = lib_ctx(pd->context);
+	mr = reg_mr(pd, addr, length, access, &rc);
+	if (mr) {
+		pthread_mutex_lock(&c->tab_lock);
+		rc = lib_table_add(&c->mrs, mr->pub.handle, mr);
+		pthread_mutex_unlock(&c->tab_lock);
+		if (rc) {
+			lib_call_destroy(c, IPC_DEREG_MR, mr->pub.handle);
+			lib_mr_free(mr);
+			mr = NULL;
+		}
+	}
+	if (!mr) {
+		errno = -rc;
+		return NULL;
+	}
+	return &mr->pub;
+}
+
+void lib_mr_free(struct lib_mr *mr)
+{
+	lib_evc_fini(&mr->evc);
+	free(mr);
+}
+
+ODPEMU_EXPORT int odpemu_dereg_mr(struct odpemu_mr *pub)
+{
+	struct lib_mr *mr = (struct lib_mr *)pub;
+	struct lib_context *c;
+	int rc;
+
+	if (!pub)
+		return lib_fail(EINVAL);
+	c = lib_ctx(pub->context);
+	rc = lib_call_destroy(c, IPC_DEREG_MR, pub->handle);
+	if (rc)
+		return lib_fail(-rc);
+	pthread_mutex_lock(&c->tab_lock);
+	lib_table_remove(&c->mrs, pub->handle);
+	pthread_mutex_unlock(&c->tab_lock);
+	lib_evc_wait(&mr->evc);		/* MR_DECOHERENCE events still held by the app */
+	lib_mr_free(mr);
+	return 0;
+}
+
+ODPEMU_EXPORT int odpemu_advise_mr(struct odpemu_pd *pd, enum odpemu_advise_mr_advice advice,
+				   uint32_t flags, const struct odpemu_sge *sg_list,
+				   uint32_t num_sge)
+{
+	struct ipc_advise_req req;
+	struct lib_call call = { .op = IPC_ADVISE_MR, .req = &req, .req_len = sizeof(req) };
+	int rc;
+
+	if (!pd || !sg_list || !num_sge || num_sge > IPC_MAX_ADVISE_SGE)
+		return lib_fail(EINVAL);
+	memset(&req, 0, sizeof(req));
+	req.advice = (uint32_t)advice;
+	req.flags = flags;
+	req.nsge = num_sge;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		req.sge[i].addr = sg_list[i].addr;
+		req.sge[i].length = sg_list[i].length;
+		req.sge[i].lkey = sg_list[i].lkey;
+	}
+	call.handle = pd->handle;
+	rc = lib_call(lib_ctx(pd->context), &call);
+	return rc ? lib_fail(-rc) : 0;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/* Posting: check each work request, then write it into the shared ring as the daemon
+ * reads it (struct ipc_swqe / ipc_rwqe). A chain is published with one release store of
+ * the producer index and at most one doorbell. The daemon re-checks everything, but a
+ * WR it refuses can only fail as a completion: the checks here are the ones ibv_post_send
+ * reports synchronously, the same as nic/post.c applies, so both sides agree. */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "lib_int.h"
+
+/* The application's SGE array is copied into the ring as is. */
+static_assert(sizeof(struct odpemu_sge) == sizeof(struct ipc_sge), "sge layout");
+static_assert(offsetof(struct odpemu_sge, length) == offsetof(struct ipc_sge, length), "sge");
+static_assert(offsetof(struct odpemu_sge, lkey) == offsetof(struct ipc_sge, lkey), "sge");
+
+#define MAX_MSG		(1u << 31)	/* IBA 9.4.3 (proto's ROCE_RETH_MAX_LEN) */
+#define FLUSH_TYPE_MASK	0x3u		/* global | persistent (proto's ROCE_FETH_PLT_MASK) */
+#define FLUSH_LEVEL_MAX	1u		/* range, MR (proto's ROCE_FETH_SEL_MAX) */
+#define SEND_FLAGS	(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED | \
+			 ODPEMU_SEND_INLINE)
+
+static bool opcode_ok(enum odpemu_qp_type type, enum odpemu_wr_opcode op)
+{
+	if (type == ODPEMU_QPT_UD)
+		return op == ODPEMU_WR_SEND || op == ODPEMU_WR_SEND_WITH_IMM;
+	switch (op) {
+	case ODPEMU_WR_RDMA_WRITE: case ODPEMU_WR_RDMA_WRITE_WITH_IMM: case ODPEMU_WR_SEND:
+	case ODPEMU_WR_SEND_WITH_IMM: case ODPEMU_WR_RDMA_READ: case ODPEMU_WR_ATOMIC_CMP_AND_SWP:
+	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: case ODPEMU_WR_SEND_WITH_INV: case ODPEMU_WR_FLUSH:
+	case ODPEMU_WR_ATOMIC_WRITE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_atomic(enum odpemu_wr_opcode op)
+{
+	return op == ODPEMU_WR_ATOMIC_CMP_AND_SWP || op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint64_t sge_total(const struct odpemu_sge *sge, int n)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += sge[i].length;
+	return t;
+}
+
+/* The shape rules: atomics target one aligned 8-byte word and land 8 bytes; ATOMIC_WRITE
+ * carries 8 bytes; FLUSH none; nothing inline that the requester receives (READ,
+ * atomics), and inline data within the QP's size. */
+static int check_shape(const struct lib_qp *qp, const struct odpemu_send_wr *wr, uint64_t len)
+{
+	enum odpemu_wr_opcode op = wr->opcode;
+
+	if ((wr->send_flags & ODPEMU_SEND_INLINE) &&
+	    (len > qp->sq.max_inline || op == ODPEMU_WR_RDMA_READ || is_atomic(op)))
+		return EINVAL;
+	if (len > MAX_MSG)
+		return EINVAL;
+	if (is_atomic(op) && (len != 8 || (wr->wr.atomic.remote_addr & 7)))
+		return EINVAL;
+	if (op == ODPEMU_WR_ATOMIC_WRITE && (len != 8 || (wr->wr.rdma.remote_addr & 7)))
+		return EINVAL;
+	if (op == ODPEMU_WR_FLUSH && (wr->num_sge || !wr->wr.flush.type ||
+	    (wr->wr.flush.type & ~FLUSH_TYPE_MASK) || wr->wr.flush.level > FLUSH_LEVEL_MAX))
+		return EINVAL;
+	return 0;
+}
+
+static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
+{
+	uint64_t len;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;	/* before the SGE list is read */
+	if (!opcode_ok(qp->pub.qp_type, wr->opcode) || (wr->send_flags & ~SEND_FLAGS))
+		return EINVAL;
+	if (qp->pub.qp_type == ODPEMU_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	len = wr->opcode == ODPEMU_WR_FLUSH ? wr->wr.flush.len : sge_total(wr->sg_list, wr->num_sge);
+	return check_shape(qp, wr, len);
+}
+
+static void fill_remote(struct ipc_swqe *w, const struct odpemu_send_wr *wr)
+{
+	if (is_atomic(wr->opcode)) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == ODPEMU_WR_FLUSH) {
+		w->remote_addr = wr->wr.flush.remote_addr;
+		w->rkey = wr->wr.flush.rkey;
+		w->flush_len = wr->wr.flush.len;
+		w->flush_type = wr->wr.flush.type;
+		w->flush_level = wr->wr.flush.level;
+	} else if (wr->opcode == ODPEMU_WR_RDMA_WRITE || wr->opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM ||
+		   wr->opcode == ODPEMU_WR_RDMA_READ || wr->opcode == ODPEMU_WR_ATOMIC_WRITE) {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+}
+
+/* The slot holds the header then the SGEs, or the inline bytes copied from them now
+ * (the application may reuse its buffers as soon as post returns). */
+static void write_swqe(const struct lib_qp *qp, struct ipc_swqe *w, const struct odpemu_send_wr *wr)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = (uint32_t)wr->opcode;
+	w->send_flags = wr->send_flags;
+	if (wr->opcode == ODPEMU_WR_SEND_WITH_IMM || wr->opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM)
+		w->imm_data = ntohl(wr->imm_data);	/* verbs: network order; ipc: host */
+	else if (wr->opcode == ODPEMU_WR_SEND_WITH_INV)
+		w->imm_data = wr->invalidate_rkey;
+	fill_remote(w, wr);
+	if (qp->pub.qp_type == ODPEMU_QPT_UD) {
+		memcpy(w->ud_dgid, wr->wr.ud.ah->attr.grh.dgid.raw, sizeof(w->ud_dgid));
+		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	if (wr->send_flags & ODPEMU_SEND_INLINE) {
+		char *p = (char *)w->sge;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			p += wr->sg_list[i].length;
+		}
+		w->inline_len = (uint32_t)(p - (char *)w->sge);
+	} else if (wr->num_sge) {
+		w->num_sge = (uint32_t)wr->num_sge;
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ipc_sge));
+	}
+}
+
+/* IBA 10.8.2: sends before RTS are an immediate error; ERR is accepted (flushed). */
+static bool send_state_ok(int state)
+{
+	return state != ODPEMU_QPS_RESET && state != ODPEMU_QPS_INIT && state != ODPEMU_QPS_RTR;
+}
+
+ODPEMU_EXPORT int odpemu_post_send(struct odpemu_qp *pub, struct odpemu_send_wr *wr,
+				   struct odpemu_send_wr **bad_wr)
+{
+	struct lib_qp *qp = (struct lib_qp *)pub;
+	struct lib_ring *r;
+	uint32_t start;
+	bool posted;
+	int rc = 0;
+
+	if (!pub || !bad_wr)
+		return lib_fail(EINVAL);
+	if (!send_state_ok(atomic_load_explicit(&qp->state, memory_order_relaxed))) {
+		*bad_wr = wr;
+		return lib_fail(EINVAL);
+	}
+	r = &qp->sq.ring;
+	pthread_spin_lock(&qp->sq.lock);
+	start = r->head;
+	for (; wr; wr = wr->next) {
+		rc = check_send(qp, wr);
+		if (!rc && !lib_ring_room(r))
+			rc = ENOMEM;
+		if (rc)
+			break;
+		write_swqe(qp, lib_ring_slot(r, r->head), wr);
+		r->head++;
+	}
+	posted = r->head != start;
+	if (posted)
+		lib_ring_publish(r);
+	pthread_spin_unlock(&qp->sq.lock);
+	if (posted)
+		lib_doorbell(lib_ctx(pub->context));
+	if (rc) {
+		*bad_wr = wr;
+		return lib_fail(rc);
+	}
+	return 0;
+}
+
+static void write_rwqe(struct ipc_rwqe *w, const struct odpemu_recv_wr *wr)
+{
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->pad = 0;
+	if (wr->num_sge)
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ipc_sge));
+}
+
+/* Receive WQEs into an RQ or SRQ ring. */
+static int post_rwqes(struct lib_context *c, struct lib_wq *wq, struct odpemu_recv_wr *wr,
+		      struct odpemu_recv_wr **bad_wr)
+{
+	struct lib_ring *r = &wq->ring;
+	uint32_t start;
+	bool posted;
+	int rc = 0;
+
+	pthread_spin_lock(&wq->lock);
+	start = r->head;
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge ||
+		    (wr->num_sge && !wr->sg_list))
+			rc = EINVAL;
+		else if (!lib_ring_room(r))
+			rc = ENOMEM;
+		if (rc)
+			break;
+		write_rwqe(lib_ring_slot(r, r->head), wr);
+		r->head++;
+	}
+	posted = r->head != start;
+	if (posted)
+		lib_ring_publish(r);
+	pthread_spin_unlock(&wq->lock);
+	if (posted)
+		lib_doorbell(c);
+	if (rc) {
+		*bad_wr = wr;
+		return lib_fail(rc);
+	}
+	return 0;
+}
+
+ODPEMU_EXPORT int odpemu_post_recv(struct odpemu_qp *pub, struct odpemu_recv_wr *wr,
+				   struct odpemu_recv_wr **bad_wr)
+{
+	struct lib_qp *qp = (struct lib_qp *)pub;
+
+	if (!pub || !bad_wr)
+		return lib_fail(EINVAL);
+	/* RESET takes no receives (IBA 10.8.2); a QP on an SRQ has no receive queue. */
+	if (pub->srq || atomic_load_explicit(&qp->state, memory_order_relaxed) == ODPEMU_QPS_RESET) {
+		*bad_wr = wr;
+		return lib_fail(EINVAL);
+	}
+	return post_rwqes(lib_ctx(pub->context), &qp->rq, wr, bad_wr);
+}
+
+ODPEMU_EXPORT int odpemu_post_srq_recv(struct odpemu_srq *pub, struct odpemu_recv_wr *wr,
+				       struct odpemu_recv_wr **bad_wr)
+{
+	if (!pub || !bad_wr)
+		return lib_fail(EINVAL);
+	return post_rwqes(lib_ctx(pub->context), &((struct lib_srq *)pub)->wq, wr, bad_wr);
+}

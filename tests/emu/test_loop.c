@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* emu/loop: emu_loop_cancel — after it returns, no completion of the cancelled emu_io is
+ * dispatched, whether its request was queued, armed, or had completions waiting in the CQ,
+ * and also when called from a completion callback. */
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "t.h"
+
+struct probe {
+	struct emu_io io;
+	unsigned calls;
+	bool dead;			/* cancelled: must not be called any more */
+	struct probe *victim;		/* cancelled by this probe's callback */
+	struct emu_loop *loop;
+};
+
+static void probe_fn(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct probe *p = (struct probe *)io;
+
+	(void)cqe;
+	T_CHECK(!p->dead, "completion dispatched after cancel");
+	p->calls++;
+	if (p->victim) {
+		T_EQ(emu_loop_cancel(p->loop, &p->victim->io), 0, "cancel from a callback");
+		p->victim->dead = true;
+	}
+}
+
+static void kick(int fd)
+{
+	uint64_t one = 1;
+
+	T_CHECK(write(fd, &one, sizeof(one)) == sizeof(one), "eventfd write");
+}
+
+/* stage 0: queued, not submitted; 1: armed; 2: a completion waiting in the CQ */
+static void test_cancel(int stage)
+{
+	struct emu_loop l;
+	struct probe p = { .io.fn = probe_fn };
+	int fd = eventfd(0, EFD_NONBLOCK);
+
+	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	emu_loop_poll_in(&l, fd, &p.io);
+	if (stage >= 1)
+		io_uring_submit(&l.ring);
+	if (stage >= 2) {
+		kick(fd);
+		for (int i = 0; i < 100 && !io_uring_cq_ready(&l.ring); i++)
+			io_uring_get_events(&l.ring);
+		T_CHECK(io_uring_cq_ready(&l.ring) > 0, "stage %d: completion waiting", stage);
+	}
+	T_EQ(emu_loop_cancel(&l, &p.io), 0, "cancel");
+	p.dead = true;
+	kick(fd);
+	emu_loop_run_once(&l, emu_now_ns() + 20000000);
+	T_EQ(p.calls, 0, "never dispatched");
+	T_EQ(emu_loop_cancel(&l, &p.io), 0, "cancel again: nothing left");
+	close(fd);
+	emu_loop_fini(&l);
+}
+
+/* b's callback cancels a, then itself, in the same dispatch that holds a's completion. */
+static void test_cancel_in_callback(void)
+{
+	struct emu_loop l;
+	struct probe a = { .io.fn = probe_fn }, b = { .io.fn = probe_fn };
+	int fa = eventfd(0, EFD_NONBLOCK), fb = eventfd(0, EFD_NONBLOCK);
+	uint64_t end = emu_now_ns() + 1000000000ull;
+
+	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	b.loop = &l;
+	b.victim = &a;
+	emu_loop_poll_in(&l, fb, &b.io);
+	emu_loop_poll_in(&l, fa, &a.io);
+	io_uring_submit(&l.ring);
+	kick(fb);
+	kick(fa);
+	while (!b.calls && emu_now_ns() < end)
+		emu_loop_run_once(&l, emu_now_ns() + 10000000);
+	T_EQ(b.calls, 1, "b ran");
+	b.victim = &b;
+	kick(fb);
+	kick(fa);
+	emu_loop_run_once(&l, emu_now_ns() + 20000000);	/* b cancels itself */
+	kick(fb);
+	kick(fa);
+	emu_loop_run_once(&l, emu_now_ns() + 20000000);
+	T_CHECK(a.dead && b.dead, "both cancelled");
+	T_CHECK(a.calls <= 1 && b.calls == 2, "a %u b %u", a.calls, b.calls);
+	close(fa);
+	close(fb);
+	emu_loop_fini(&l);
+}
+
+int main(void)
+{
+	for (int stage = 0; stage < 3; stage++)
+		test_cancel(stage);
+	test_cancel_in_callback();
+	return t_done("loop");
+}

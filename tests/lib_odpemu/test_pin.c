@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* Pinned MR memory moves (lib/pin.c): content survives the move, the range becomes our
+ * memfd, later registrations reuse it, other memory is refused, stale entries go. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "t_lib.h"
+
+#define PIN_PATH "/memfd:" LIB_PIN_NAME " (deleted)"
+
+static void pattern(uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 131 + seed + (i >> 12));
+}
+
+static bool pattern_ok(const uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (uint8_t)(i * 131 + seed + (i >> 12)))
+			return false;
+	return true;
+}
+
+static ino_t ino_of(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : st.st_ino;
+}
+
+static void close_segs(struct lib_pin_seg *s, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		close(s[i].fd);
+}
+
+/* malloc'd 1 MiB: moved, identical, maps shows our memfd, writes reach the memfd. */
+static void test_malloc_move(void)
+{
+	size_t len = 1 << 20, page = t_page();
+	uint8_t *buf = malloc(len), probe;
+	struct lib_pin_seg s[4], s2[4];
+	unsigned n = 0, n2 = 0;
+	const char *why;
+	struct lib_vma v;
+	size_t before = lib_pin_entries();
+	uintptr_t base = (uintptr_t)buf & ~(page - 1);
+
+	pattern(buf, len, 7);
+	T_EQ(lib_pin_range((uintptr_t)buf, len, s, 4, &n, &why), 0, "pin malloc");
+	T_EQ(n, 1, "one segment");
+	T_EQ(s[0].fd_offset, 0, "fresh memfd from 0");
+	T_EQ(s[0].len, (((uintptr_t)buf + len + page - 1) & ~(page - 1)) - base, "rounded len");
+	T_CHECK(pattern_ok(buf, len, 7), "content survives the move");
+	T_CHECK(t_vma_at((uintptr_t)buf + len / 2, &v) && !strcmp(v.path, PIN_PATH) && v.shared,
+		"maps shows the memfd: %s", v.path);
+	T_EQ(v.ino, ino_of(s[0].fd), "the segment's fd is that memfd");
+	T_EQ(lib_pin_entries(), before + 1, "one registry entry");
+
+	/* A write through the process's mapping is in the memfd (the daemon's view). */
+	buf[12345] = 0x5a;
+	T_CHECK(pread(s[0].fd, &probe, 1, (off_t)((uintptr_t)buf + 12345 - base)) == 1 &&
+		probe == 0x5a, "shared with the memfd");
+
+	/* A sub-range registers again without moving: same memfd, offset inside it. */
+	T_EQ(lib_pin_range((uintptr_t)buf + 3 * page + 100, 5000, s2, 4, &n2, &why), 0, "sub");
+	T_EQ(n2, 1, "sub: one segment");
+	T_EQ(ino_of(s2[0].fd), ino_of(s[0].fd), "sub reuses the memfd");
+	T_EQ(s2[0].fd_offset, (((uintptr_t)buf + 3 * page + 100) & ~(page - 1)) - base, "sub offset");
+	T_EQ(s2[0].len, 2 * page, "sub: 5000 bytes from offset 100 span two pages");
+	T_EQ(lib_pin_entries(), before + 1, "no new entry");
+	buf[12345] = (uint8_t)(12345 * 131 + 7 + (12345 >> 12));
+	T_CHECK(pattern_ok(buf, len, 7), "content after the second registration");
+	close_segs(s, n);
+	close_segs(s2, n2);
+	free(buf);
+}
+
+/* Moved pages in the middle of fresh ones: new, reused, new; protections kept. */
+static void test_mixed_runs(void)
+{
+	size_t page = t_page();
+	uint8_t *p = t_anon(4);
+	struct lib_pin_seg s[4], m[4];
+	unsigned n = 0, k = 0;
+	const char *why;
+	struct lib_vma v;
+
+	pattern(p, 4 * page, 3);
+	T_EQ(lib_pin_range((uintptr_t)p + page, 2 * page, m, 4, &k, &why), 0, "pin middle");
+	T_EQ(lib_pin_range((uintptr_t)p, 4 * page, s, 4, &n, &why), 0, "pin all");
+	T_EQ(n, 3, "new + reused + new");
+	T_EQ(ino_of(s[1].fd), ino_of(m[0].fd), "middle reused");
+	T_EQ(s[1].fd_offset, 0, "middle offset");
+	T_EQ(s[1].len, 2 * page, "middle len");
+	T_CHECK(ino_of(s[0].fd) != ino_of(s[2].fd), "two fresh memfds");
+	T_CHECK(pattern_ok(p, 4 * page, 3), "content");
+	close_segs(s, n);
+	close_segs(m, k);
+
+	/* VMAs of different protections: one memfd, each keeps its protection. */
+	munmap(p, 4 * page);
+	p = t_anon(3);
+	pattern(p, 3 * page, 4);
+	mprotect(p + page, page, PROT_READ);
+	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, s, 4, &n, &why), 0, "pin split prot");
+	T_EQ(n, 1, "one memfd for a run of VMAs");
+	T_CHECK(t_vma_at((uintptr_t)p + page, &v) && v.prot == PROT_READ && v.shared,
+		"read-only page stays read-only");
+	T_CHECK(t_vma_at((uintptr_t)p, &v) && v.prot == (PROT_READ | PROT_WRITE), "rw stays rw");
+	T_CHECK(pattern_ok(p, 3 * page, 4), "content");
+	close_segs(s, n);
+	munmap(p, 3 * page);
+}
+
+static void test_refused(void)
+{
+	size_t page = t_page();
+	char path[] = "/tmp/odpemu-pin-XXXXXX";
+	int fd = mkstemp(path);
+	struct lib_pin_seg s[4];
+	unsigned n = 0;
+	const char *why;
+	struct lib_vma v;
+	void *f, *sh;
+	uint8_t *p;
+
+	unlink(path);
+	T_CHECK(fd >= 0 && !ftruncate(fd, (off_t)page), "tmp file");
+	f = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	T_EQ(lib_pin_range((uintptr_t)f, 100, s, 4, &n, &why), -EOPNOTSUPP, "file-backed");
+	T_CHECK(strstr(why, "file-backed"), "why: %s", why);
+	munmap(f, page);
+	close(fd);
+
+	sh = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	T_EQ(lib_pin_range((uintptr_t)sh, 100, s, 4, &n, &why), -EOPNOTSUPP, "shared anon");
+	munmap(sh, page);
+
+	p = t_anon(3);
+	munmap(p + page, page);
+	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, s, 4, &n, &why), -EFAULT, "hole");
+	T_CHECK(strstr(why, "not mapped"), "why: %s", why);
+	T_CHECK(t_vma_at((uintptr_t)p, &v) && !v.shared && !v.path[0],
+		"nothing moved before the refusal");
+	munmap(p, 3 * page);
+
+	p = t_anon(2);
+	mprotect(p + page, page, PROT_NONE);
+	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, s, 4, &n, &why), -EFAULT, "PROT_NONE");
+	munmap(p, 2 * page);
+	T_EQ(lib_pin_range(UINTPTR_MAX - 10, 100, s, 4, &n, &why), -EFAULT, "wraps");
+}
+
+/* munmap + mmap anew at the same address: the entry is stale, the new memory moves. */
+static void test_stale(void)
+{
+	size_t page = t_page(), before;
+	uint8_t *p = t_anon(2), *q;
+	struct lib_pin_seg s[4];
+	unsigned n = 0;
+	const char *why;
+	ino_t old;
+
+	pattern(p, 2 * page, 9);
+	before = lib_pin_entries();
+	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, s, 4, &n, &why), 0, "pin");
+	old = ino_of(s[0].fd);
+	close_segs(s, n);
+	T_EQ(lib_pin_entries(), before + 1, "entry added");
+	munmap(p, 2 * page);
+	q = mmap(p, 2 * page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	T_CHECK(q == p, "remapped at the same address");
+	T_EQ(lib_pin_entries(), before, "stale entry dropped");
+	pattern(q, 2 * page, 10);
+	T_EQ(lib_pin_range((uintptr_t)q, 2 * page, s, 4, &n, &why), 0, "pin again");
+	T_CHECK(n == 1 && ino_of(s[0].fd) != old, "a new memfd");
+	T_CHECK(pattern_ok(q, 2 * page, 10), "new content");
+	close_segs(s, n);
+	munmap(q, 2 * page);
+	T_EQ(lib_pin_entries(), before, "unmapped: dropped");
+}
+
+/* More segments than the request holds: refused before anything moves. */
+static void test_too_many(void)
+{
+	size_t page = t_page(), before;
+	uint8_t *p = t_anon(40);
+	struct lib_pin_seg s[IPC_MAX_MR_SEGS];
+	unsigned n = 0;
+	const char *why;
+	struct lib_vma v;
+
+	for (int i = 0; i < 40; i += 2) {
+		T_EQ(lib_pin_range((uintptr_t)p + (size_t)i * page, page, s, 1, &n, &why), 0, "pin");
+		close_segs(s, n);
+	}
+	before = lib_pin_entries();
+	T_EQ(lib_pin_range((uintptr_t)p, 40 * page, s, IPC_MAX_MR_SEGS, &n, &why), -E2BIG, "E2BIG");
+	T_EQ(n, 0, "no segments");
+	T_EQ(lib_pin_entries(), before, "nothing moved");
+	T_CHECK(t_vma_at((uintptr_t)p + page, &v) && !v.shared, "odd pages still private");
+	munmap(p, 40 * page);
+}
+
+/* A buffer on the caller's own stack: the move must not lose our frames' writes. */
+static __attribute__((noinline)) void test_stack(void)
+{
+	volatile uint8_t buf[256];
+	struct lib_pin_seg s[4];
+	unsigned n = 0;
+	const char *why;
+	struct lib_vma v;
+	int rc;
+
+	for (int i = 0; i < 256; i++)
+		buf[i] = (uint8_t)i;
+	rc = lib_pin_range((uintptr_t)buf, sizeof(buf), s, 4, &n, &why);
+	T_EQ(rc, 0, "pin stack");
+	T_CHECK(t_vma_at((uintptr_t)buf, &v) && !strcmp(v.path, PIN_PATH), "stack page moved");
+	for (int i = 0; i < 256; i++)
+		T_EQ(buf[i], i, "stack content");
+	close_segs(s, n);
+}
+
+int main(void)
+{
+	test_malloc_move();
+	test_mixed_runs();
+	test_refused();
+	test_stale();
+	test_too_many();
+	test_stack();
+	return t_done("pin");
+}
