@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * counters — the COUNTERS op: name/value pairs of the device, a QP or an MR, named as mlx5
+ * and `rdma stat` name them where they exist (page_faults, page_invalidations,
+ * page_prefetch, ...). docs/emu.md lists them all.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+
+#define MAX_CTRS 256
+
+struct ctr_list {
+	struct ipc_counter c[MAX_CTRS];
+	unsigned n;
+};
+
+static void put(struct ctr_list *l, const char *name, uint64_t v)
+{
+	if (l->n < MAX_CTRS) {
+		snprintf(l->c[l->n].name, sizeof(l->c[0].name), "%s", name);
+		l->c[l->n++].value = v;
+	}
+}
+
+static void put_drops(struct ctr_list *l, const uint64_t *drops)
+{
+	char name[IPC_CTR_NAME];
+
+	for (int i = 0; i < NIC_DROP__COUNT; i++) {
+		snprintf(name, sizeof(name), "drop_%s", nic_drop_reason_str((enum nic_drop_reason)i));
+		for (char *p = name; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
+		put(l, name, drops[i]);
+	}
+}
+
+/* Fault latency as a log2 histogram: fault_latency_us_lt_N counts faults under N µs. */
+static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, unsigned n,
+		     unsigned shift)
+{
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < n; i++)
+		if (b[i]) {
+			snprintf(name, sizeof(name), "%s_lt_%llu", prefix,
+				 (unsigned long long)(2ull << i) >> shift);
+			put(l, name, b[i]);
+		}
+}
+
+static void put_iopt(struct ctr_list *l, const struct iopt_counters *c)
+{
+	put(l, "page_faults", c->page_faults);
+	put(l, "page_fault_pages", c->page_fault_pages);
+	put(l, "page_invalidations", c->page_invalidations);
+	put(l, "page_invalidated_pages", c->page_invalidated_pages);
+	put(l, "page_prefetch", c->page_prefetch);
+	put(l, "fault_merged", c->fault_merged);
+	put(l, "fault_races", c->fault_races);
+	put(l, "fault_failed", c->fault_failed);
+	put(l, "present_pages", c->present_pages);
+	put(l, "table_bytes", c->table_bytes);
+}
+
+static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c)
+{
+	sum->page_faults += c->page_faults;
+	sum->page_fault_pages += c->page_fault_pages;
+	sum->page_invalidations += c->page_invalidations;
+	sum->page_invalidated_pages += c->page_invalidated_pages;
+	sum->page_prefetch += c->page_prefetch;
+	sum->fault_merged += c->fault_merged;
+	sum->fault_races += c->fault_races;
+	sum->fault_failed += c->fault_failed;
+	sum->present_pages += c->present_pages;
+	sum->table_bytes += c->table_bytes;
+}
+
+/* Device: nic/'s packet counters, the sum over live MRs and QPs, the daemon's own. */
+static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
+{
+	struct nic_counters nc;
+	struct iopt_counters sum = { 0 }, one;
+	struct nic_qp_counters qsum = { 0 }, q;
+	struct emu_udp_stats us;
+
+	nic_counters(d->nic, &nc);
+	emu_udp_stats(d->udp, &us);
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		for (uint32_t h = 1; h < s->nobjs; h++) {
+			struct emu_obj *o = s->objs[h];
+
+			if (o && o->type == EMU_OBJ_MR) {
+				iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &one);
+				add_iopt(&sum, &one);
+			} else if (o && o->type == EMU_OBJ_QP &&
+				   !nic_qp_counters(o->u.qp.qp, &q)) {
+				qsum.rnr_naks_sent += q.rnr_naks_sent;
+				qsum.rnr_naks_received += q.rnr_naks_received;
+				qsum.retransmits += q.retransmits;
+				qsum.timeouts += q.timeouts;
+				qsum.stalls += q.stalls;
+			}
+		}
+	put(l, "sessions", d->nsessions);
+	put(l, "pds", nc.pds);
+	put(l, "mrs", nc.mrs);
+	put(l, "cqs", nc.cqs);
+	put(l, "srqs", nc.srqs);
+	put(l, "qps", nc.qps);
+	put(l, "pkts_received", nc.pkts_received);
+	put(l, "pkts_sent", nc.pkts_sent);
+	put(l, "udp_rx_bytes", us.rx_bytes);
+	put(l, "udp_tx_bytes", us.tx_bytes);
+	put(l, "udp_tx_errors", us.tx_errors);
+	put(l, "faults_raised", nc.faults_raised);
+	put(l, "faults_failed", nc.faults_failed);
+	put_iopt(l, &sum);
+	put(l, "rnr_naks_sent", qsum.rnr_naks_sent);
+	put(l, "rnr_naks_received", qsum.rnr_naks_received);
+	put(l, "retransmits", qsum.retransmits);
+	put(l, "timeouts", qsum.timeouts);
+	put(l, "stalls", qsum.stalls);
+	put(l, "evictions", d->ctr.evictions);
+	put(l, "host_invalidations", d->ctr.invalidations_host);
+	put(l, "uffd_events", d->ctr.uffd_events);
+	put(l, "mem_read_errors", d->ctr.mem_read_errors);
+	put(l, "mem_write_errors", d->ctr.mem_write_errors);
+	put(l, "requests", d->ctr.requests);
+	put(l, "request_errors", d->ctr.request_errors);
+	put(l, "bad_wqes", d->ctr.ring_bad_wqe);
+	put(l, "events_sent", d->ctr.events_sent);
+	put(l, "events_dropped", d->ctr.events_dropped);
+	put_drops(l, nc.drops);
+	put_hist(l, "fault_latency_us", d->ctr.fault_lat_us, 24, 0);
+}
+
+static void qp_counters(struct emu_obj *o, struct ctr_list *l)
+{
+	struct nic_qp_counters q;
+
+	nic_qp_counters(o->u.qp.qp, &q);
+	put(l, "qp_num", nic_qp_num(o->u.qp.qp));
+	put(l, "pkts_sent", q.pkts_sent);
+	put(l, "pkts_received", q.pkts_received);
+	put(l, "bytes_sent", q.bytes_sent);
+	put(l, "bytes_received", q.bytes_received);
+	put(l, "retransmits", q.retransmits);
+	put(l, "timeouts", q.timeouts);
+	put(l, "seq_naks_sent", q.seq_naks_sent);
+	put(l, "seq_naks_received", q.seq_naks_received);
+	put(l, "rnr_naks_sent", q.rnr_naks_sent);
+	put(l, "rnr_naks_received", q.rnr_naks_received);
+	put(l, "dup_requests", q.dup_requests);
+	put(l, "faults_resp", q.faults_resp);
+	put(l, "faults_req", q.faults_req);
+	put(l, "stalls", q.stalls);
+	put(l, "stall_drops", q.stall_drops);
+	put_drops(l, q.drops);
+}
+
+static void mr_counters(struct emu_obj *o, struct ctr_list *l)
+{
+	struct iopt_counters c;
+
+	iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &c);
+	put(l, "lkey", nic_mr_lkey(o->u.mr.mr));
+	put_iopt(l, &c);
+	/* iopt's buckets are [2^i, 2^(i+1)) ns: shown in µs from 1 µs on */
+	put_hist(l, "fault_latency_us", c.fault_latency_ns + 9, IOPT_LAT_BUCKETS - 9, 0);
+}
+
+int emu_op_counters(struct emu_req *r)
+{
+	const struct ipc_counters_req *q = r->body;
+	static struct ctr_list l;
+	_Alignas(8) char buf[IPC_MAX_MSG];
+	struct ipc_counters_rep *rep = (struct ipc_counters_rep *)(void *)buf;
+	struct emu_obj *o = NULL;
+	unsigned n;
+
+	if (r->len != sizeof(*q))
+		return emu_reply_err(r, -EBADMSG, "COUNTERS body of %zu bytes", r->len);
+	l.n = 0;
+	if (q->scope == IPC_CTR_DEV)
+		dev_counters(r->s->d, &l);
+	else if (q->scope == IPC_CTR_QP && (o = emu_obj_get(r->s, q->id, EMU_OBJ_QP)))
+		qp_counters(o, &l);
+	else if (q->scope == IPC_CTR_MR && (o = emu_obj_get(r->s, q->id, EMU_OBJ_MR)))
+		mr_counters(o, &l);
+	else
+		return emu_reply_err(r, -ENOENT, "counters: no such scope %u / object %u in this "
+				     "session", q->scope, q->id);
+	if (q->start > l.n)
+		return emu_reply_err(r, -EINVAL, "counters: start %u past %u", q->start, l.n);
+	n = l.n - q->start;
+	if (n > IPC_MAX_COUNTERS)
+		n = IPC_MAX_COUNTERS;
+	rep->n = n;
+	rep->more = q->start + n < l.n;
+	memcpy(rep->c, l.c + q->start, n * sizeof(rep->c[0]));
+	return emu_ctl_reply(r->s, r->hdr, 0, rep, sizeof(*rep) + n * sizeof(rep->c[0]), NULL, 0);
+}

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon — start, run and stop one odpemud: resolve the interface, create the NIC, open the
+ * UDP socket, start the fault thread, listen on the control socket, then loop:
+ *
+ *   dispatch io_uring completions (packets, requests, doorbells, fault answers, notifier)
+ *   -> drain the clients' work rings into nic/ -> deliver due fault answers -> run nic/'s
+ *   timers -> copy completions into the CQ rings -> flush the UDP batch.
+ *
+ * Then spin for --poll-us while there is work, else announce sleep on the status page and
+ * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
+ * evictions). SIGTERM/SIGINT stop it: every QP goes to ERR (clients get their flush
+ * completions), clients get DEVICE_FATAL, the socket is removed.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "mtu.h"
+
+static void set_port(struct emu_daemon *d, bool up)
+{
+	if (d->port_up == up)
+		return;
+	d->port_up = up;
+	emu_log(EMU_LOG_INFO, "port %s (%s)", up ? "ACTIVE" : "DOWN", d->netdev.name);
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		emu_session_event(s, up ? ODPEMU_EVENT_PORT_ACTIVE : ODPEMU_EVENT_PORT_ERR, 1);
+}
+
+static void on_netdev(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_daemon *d = (struct emu_daemon *)((char *)io - offsetof(struct emu_daemon, watch_io));
+	int ch = emu_netdev_watch_process(d->watch, &d->netdev);
+
+	if (ch > 0 && (ch & EMU_NETDEV_LINK_CHANGED))
+		set_port(d, d->netdev.up);
+	if (ch > 0 && (ch & EMU_NETDEV_ADDR_CHANGED)) {
+		emu_log(EMU_LOG_INFO, "addresses of %s changed", d->netdev.name);
+		for (struct emu_session *s = d->sessions; s; s = s->next)
+			emu_session_event(s, ODPEMU_EVENT_GID_CHANGE, 1);
+	}
+	if (ch > 0 && (ch & EMU_NETDEV_MTU_CHANGED))
+		emu_log(EMU_LOG_INFO, "MTU of %s is now %u (new QPs see it)", d->netdev.name,
+			d->netdev.mtu);
+	if (!(cqe->flags & IORING_CQE_F_MORE))
+		emu_loop_poll_in(&d->loop, emu_netdev_watch_fd(d->watch), &d->watch_io);
+}
+
+static void on_signal(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_daemon *d = (struct emu_daemon *)((char *)io - offsetof(struct emu_daemon, signal_io));
+	struct signalfd_siginfo si;
+
+	if (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+		emu_log(EMU_LOG_INFO, "signal %u: stopping", si.ssi_signo);
+		d->loop.stop = true;
+	}
+	if (!(cqe->flags & IORING_CQE_F_MORE))
+		emu_loop_poll_in(&d->loop, d->signal_fd, &d->signal_io);
+}
+
+static void deliver_packet(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+			   uint16_t sport)
+{
+	struct emu_daemon *d = arg;
+
+	nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
+}
+
+/* Resolve --netdev/--addr into the interface and this device's GID. */
+static int resolve_netdev(struct emu_daemon *d)
+{
+	char err[256] = "";
+	int rc;
+
+	if (d->opt.addr)
+		rc = emu_netdev_by_addr(d->opt.addr, &d->netdev, &d->gid, err, sizeof(err));
+	else if ((rc = emu_netdev_by_name(d->opt.netdev, &d->netdev, err, sizeof(err))) == 0) {
+		if (!d->netdev.ngids) {
+			snprintf(err, sizeof(err), "%s has no address: add one with `ip addr add`",
+				 d->netdev.name);
+			rc = -EADDRNOTAVAIL;
+		} else {
+			d->gid = d->netdev.gids[0];	/* IPv4-mapped sort first */
+		}
+	}
+	if (rc)
+		emu_log(EMU_LOG_ERR, "%s", err);
+	return rc;
+}
+
+static int create_nic(struct emu_daemon *d)
+{
+	struct nic_config cfg = { .gid = d->gid, .udp_sport = d->opt.port,
+		.active_mtu = d->netdev.active_mtu, .fault_around = d->opt.fault_around };
+	int rc;
+
+	emu_ports_init(d, &cfg.ports);
+	if ((rc = nic_create(&cfg, &d->nic)))
+		emu_log(EMU_LOG_ERR, "cannot create the NIC: %s", strerror(-rc));
+	return rc;
+}
+
+static int open_udp(struct emu_daemon *d)
+{
+	struct emu_udp_config cfg = { .local = d->gid, .port = d->opt.port,
+		.ifindex = d->netdev.ifindex, .deliver = deliver_packet, .deliver_arg = d };
+	char err[256] = "";
+	int rc = emu_udp_open(&d->loop, &cfg, &d->udp, err, sizeof(err));
+
+	if (rc)
+		emu_log(EMU_LOG_ERR, "%s", err);
+	else
+		emu_log(EMU_LOG_INFO, "UDP receive path: %s", emu_udp_rx_path(d->udp));
+	return rc;
+}
+
+/* The status page clients map read-only: the sleeping flag of the doorbell protocol. */
+static int create_status_page(struct emu_daemon *d)
+{
+	d->status_fd = memfd_create("odpemu-status", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (d->status_fd < 0 || ftruncate(d->status_fd, 4096))
+		return -errno;
+	d->status = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->status_fd, 0);
+	if (d->status == MAP_FAILED)
+		return -errno;
+	d->status->magic = IPC_STATUS_MAGIC;
+	d->status->version = IPC_VERSION;
+	return 0;
+}
+
+static int block_signals(struct emu_daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	if ((d->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+		return -errno;
+	d->signal_io.fn = on_signal;
+	emu_loop_poll_in(&d->loop, d->signal_fd, &d->signal_io);
+	return 0;
+}
+
+int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value, char *err,
+			size_t errlen)
+{
+	if (!strcmp(key, "fault-policy")) {
+		if (strcmp(value, "rnr") && strcmp(value, "stall")) {
+			snprintf(err, errlen, "fault-policy '%s': want stall or rnr", value);
+			return -EINVAL;
+		}
+		/* QPs keep the policy they were created with, as a QP attribute would. */
+		d->default_policy = !strcmp(value, "rnr") ? NIC_FAULT_RNR : NIC_FAULT_STALL;
+		return 0;
+	}
+	if (!strcmp(key, "fault-delay-us")) {
+		struct emu_delay dl;
+		int rc = emu_delay_parse(value, &dl, err, errlen);
+
+		if (!rc)
+			emu_inject_set_delay(&d->inject, &dl);
+		return rc;
+	}
+	if (!strcmp(key, "fault-fail-rate")) {
+		double p;
+		int rc = emu_prob_parse(value, &p, err, errlen);
+
+		if (!rc)
+			emu_inject_set_fail_rate(&d->inject, p);
+		return rc;
+	}
+	if (!strcmp(key, "evict-rate")) {
+		double per_s;
+		int rc = emu_rate_parse(value, &per_s, err, errlen);
+
+		if (!rc)
+			emu_inject_set_evict_rate(&d->inject, per_s);
+		return rc;
+	}
+	snprintf(err, errlen, "unknown knob '%s': fault-delay-us, fault-fail-rate, evict-rate "
+		 "or fault-policy", key);
+	return -EINVAL;
+}
+
+static int apply_knobs(struct emu_daemon *d)
+{
+	const char *keys[] = { "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy" };
+	const char *vals[] = { d->opt.fault_delay, d->opt.fault_fail_rate, d->opt.evict_rate,
+		d->opt.fault_policy };
+	char err[160];
+
+	for (unsigned i = 0; i < 4; i++)
+		if (vals[i] && emu_daemon_set_knob(d, keys[i], vals[i], err, sizeof(err))) {
+			emu_log(EMU_LOG_ERR, "--%s: %s", keys[i], err);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
+{
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->opt = *opt;
+	emu_inject_init(&d->inject, opt->seed);
+	d->listen_fd = d->signal_fd = d->status_fd = -1;
+	d->next_client = 1;
+	if ((rc = apply_knobs(d)) || (rc = resolve_netdev(d)) ||
+	    (rc = emu_loop_init(&d->loop, 256)) || (rc = create_status_page(d)) ||
+	    (rc = block_signals(d)) || (rc = create_nic(d)) || (rc = open_udp(d)) ||
+	    (rc = emu_ctl_listen(d)))
+		return rc;
+	if ((rc = emu_fault_start(&d->inject, &d->fault))) {
+		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
+		return rc;
+	}
+	d->fault_io.fn = emu_fault_answers;
+	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
+	if (emu_netdev_watch_open(&d->netdev, &d->watch) == 0) {
+		d->watch_io.fn = on_netdev;
+		emu_loop_poll_in(&d->loop, emu_netdev_watch_fd(d->watch), &d->watch_io);
+	} else {
+		emu_log(EMU_LOG_WARN, "cannot follow link changes of %s", d->netdev.name);
+	}
+	d->port_up = d->netdev.up;
+	d->evict_last_ns = emu_now_ns();
+	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s",
+		opt->name, d->sock_path, d->netdev.name, d->netdev.mtu,
+		roce_mtu_bytes((enum roce_mtu)d->netdev.active_mtu),
+		d->port_up ? "ACTIVE" : "DOWN", d->default_policy == NIC_FAULT_RNR ? "rnr" : "stall");
+	return 0;
+}
+
+/* One round of work; true if anything moved. */
+static bool work_round(struct emu_daemon *d)
+{
+	uint64_t now = emu_now_ns();
+	bool work = emu_rings_drain(d);
+
+	if (d->due && emu_faults_next_due(d) <= now) {
+		emu_faults_deliver(d, now);
+		work = true;
+	}
+	if (nic_next_deadline(d->nic) <= now)
+		nic_tick(d->nic, now);
+	emu_evict_tick(d, now);
+	emu_rings_fill_cqs(d);
+	emu_udp_flush(d->udp);
+	return work;
+}
+
+static uint64_t next_deadline(struct emu_daemon *d)
+{
+	uint64_t t = nic_next_deadline(d->nic), f = emu_faults_next_due(d);
+	uint64_t e = emu_evict_next(d);
+
+	if (f < t)
+		t = f;
+	return e < t ? e : t;
+}
+
+int emu_daemon_run(struct emu_daemon *d)
+{
+	uint64_t busy_until = 0, spin = (uint64_t)d->opt.poll_us * 1000;
+
+	while (!d->loop.stop) {
+		uint64_t now = emu_now_ns(), deadline;
+		int rc;
+
+		if (work_round(d))
+			busy_until = now + spin;
+		if (now < busy_until) {
+			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
+		} else {
+			atomic_store(&d->status->sleeping, 1);
+			/* Dekker with the client: it stores prod then loads sleeping; we store
+			 * sleeping then look at the rings again. */
+			if (emu_rings_drain(d)) {
+				atomic_store(&d->status->sleeping, 0);
+				busy_until = emu_now_ns() + spin;
+				continue;
+			}
+			deadline = next_deadline(d);
+			rc = emu_loop_run_once(&d->loop, deadline);
+			atomic_store(&d->status->sleeping, 0);
+		}
+		if (rc < 0) {
+			emu_log(EMU_LOG_ERR, "event loop: %s", strerror(-rc));
+			return rc;
+		}
+		if (rc > 0)
+			busy_until = emu_now_ns() + spin;
+	}
+	return 0;
+}
+
+/* Graceful stop: QPs to ERR so clients get their flush completions, DEVICE_FATAL to every
+ * client, the socket removed; then everything freed. */
+void emu_daemon_stop(struct emu_daemon *d)
+{
+	struct nic_qp_attr err = { .qp_state = ODPEMU_QPS_ERR };
+
+	emu_ctl_unlink(d);
+	if (d->nic) {
+		for (struct emu_session *s = d->sessions; s; s = s->next)
+			for (uint32_t h = 1; h < s->nobjs; h++)
+				if (s->objs[h] && s->objs[h]->type == EMU_OBJ_QP)
+					nic_qp_modify(s->objs[h]->u.qp.qp, &err, ODPEMU_QP_STATE,
+						      emu_now_ns(), NULL);
+		emu_rings_fill_cqs(d);
+	}
+	if (d->status)
+		atomic_store(&d->status->fatal, 1);
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		emu_session_event(s, ODPEMU_EVENT_DEVICE_FATAL, 1);
+	while (d->sessions)
+		emu_session_close(d->sessions);
+	if (d->fault) {
+		emu_fault_stop(d->fault);
+		emu_faults_drain_all(d);
+		emu_fault_destroy(d->fault);
+	}
+	if (d->udp) {
+		emu_udp_flush(d->udp);
+		emu_udp_close(d->udp);
+	}
+	if (d->watch)
+		emu_netdev_watch_close(d->watch);
+	if (d->nic && nic_destroy(d->nic))
+		emu_log(EMU_LOG_WARN, "NIC objects left at exit");
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	emu_loop_fini(&d->loop);
+	emu_inject_fini(&d->inject);
+}

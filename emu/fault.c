@@ -1,0 +1,847 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fault — the host fault handler thread (see fault.h). Four parts, bottom up: reading the
+ * client's VMAs (PROCMAP_QUERY or the text of /proc/PID/maps), checking a request's need,
+ * building the answer's maps (pagemap for NO_FAULT), and the thread with its two queues.
+ */
+#include "fault.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE		IOPT_PAGE_SIZE
+#define MAPS_BUF	8192	/* text read per pread; a longer line is cut (see text_line) */
+#define NAME_BUF	4160	/* PATH_MAX and some: a VMA name from PROCMAP_QUERY */
+#define PM_CHUNK	512	/* pagemap entries per pread: 4 KiB */
+#define RACE_MAX	2	/* re-reads after registering before answering anyway */
+
+/* The PROCMAP_QUERY ioctl (include/uapi/linux/fs.h, Linux 6.11): our own copy, since the
+ * build machines' headers (Debian 12: 6.1) lack it. The ABI is fixed; `size` versions it. */
+struct emu_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+_Static_assert(sizeof(struct emu_procmap_query) == 104, "procmap_query ABI");
+#define EMU_PROCMAP_QUERY	_IOWR('f', 17, struct emu_procmap_query)
+#define PMQ_READABLE		0x01u
+#define PMQ_WRITABLE		0x02u
+#define PMQ_EXECUTABLE		0x04u
+#define PMQ_SHARED		0x08u
+#define PMQ_COVERING_OR_NEXT	0x10u
+
+#define PM_PRESENT	(1ull << 63)	/* Documentation/admin-guide/mm/pagemap.rst */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- growable arrays ---- */
+
+struct vma_vec {
+	struct emu_vma *a;
+	size_t n, cap;
+};
+struct map_vec {
+	struct iopt_map *a;
+	size_t n, cap;
+};
+
+static int grow(void **a, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*a, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = ncap;
+	return 0;
+}
+
+static int vma_push(struct vma_vec *v, const struct emu_vma *m)
+{
+	if (grow((void **)&v->a, &v->cap, v->n + 1, sizeof(*v->a)))
+		return -ENOMEM;
+	v->a[v->n++] = *m;
+	return 0;
+}
+
+/* Append [va, end) with perm, merging into the last run when they touch with one perm. */
+static int add_run(struct map_vec *v, uint64_t va, uint64_t end, unsigned perm)
+{
+	struct iopt_map *l = v->n ? &v->a[v->n - 1] : NULL;
+
+	if (l && l->va + l->len == va && l->perm == perm) {
+		l->len = end - l->va;
+		return 0;
+	}
+	if (grow((void **)&v->a, &v->cap, v->n + 1, sizeof(*v->a)))
+		return -ENOMEM;
+	v->a[v->n++] = (struct iopt_map){ .va = va, .len = end - va, .host = va, .perm = perm };
+	return 0;
+}
+
+/* The resolver's scratch, reused job after job by the thread. */
+struct resolver {
+	bool text;			/* read the maps as text (forced, or no PROCMAP_QUERY) */
+	struct vma_vec vmas, again;
+	struct map_vec runs;
+	char buf[MAPS_BUF];
+	char name[NAME_BUF];
+	uint64_t pm[PM_CHUNK];
+};
+
+static void resolver_free(struct resolver *rs)
+{
+	if (!rs)
+		return;
+	free(rs->vmas.a);
+	free(rs->again.a);
+	free(rs->runs.a);
+	free(rs);
+}
+
+/* ---- the client's VMAs ---- */
+
+/* Mappings with no pages behind them to copy: the vDSO's data pages (VM_IO|VM_PFNMAP,
+ * which hmm_range_fault refuses too) and the vsyscall gate (above 2^47 anyway). */
+static bool special_name(const char *name, size_t len)
+{
+	static const char *const names[] = { "[vvar]", "[vvar_vclock]", "[vsyscall]" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (len == strlen(names[i]) && !memcmp(name, names[i], len))
+			return true;
+	return false;
+}
+
+static const char *parse_hex(const char *p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0;
+
+	for (; p < end; p++, digits++) {
+		char c = *p;
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') :
+			c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+
+		if (d == 16)
+			break;
+		if (digits == 16)
+			return NULL;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return digits ? p : NULL;
+}
+
+/* Skip one space-separated field (offset, dev, inode) and the spaces before it. */
+static const char *skip_field(const char *p, const char *end)
+{
+	if (p == end || *p != ' ')
+		return NULL;
+	while (p < end && *p == ' ')
+		p++;
+	if (p == end)
+		return NULL;
+	while (p < end && *p != ' ')
+		p++;
+	return p;
+}
+
+static int parse_perms(const char *p, unsigned *prot)
+{
+	if ((p[0] != 'r' && p[0] != '-') || (p[1] != 'w' && p[1] != '-') ||
+	    (p[2] != 'x' && p[2] != '-') || (p[3] != 'p' && p[3] != 's'))
+		return -EINVAL;
+	*prot = (p[0] == 'r' ? EMU_VMA_R : 0) | (p[1] == 'w' ? EMU_VMA_W : 0) |
+		(p[2] == 'x' ? EMU_VMA_X : 0) | (p[3] == 's' ? EMU_VMA_SHARED : 0);
+	return 0;
+}
+
+/* fs/proc/task_mmu.c show_map_vma(): "%08lx-%08lx %c%c%c%c %08llx %02x:%02x %lu " then
+ * padding and the name. A path's newlines are escaped ("\012"), so a line is one line. */
+int emu_maps_parse_line(const char *line, size_t len, struct emu_vma *out)
+{
+	const char *p = line, *end = line + len;
+	struct emu_vma v = { 0 };
+
+	p = parse_hex(p, end, &v.start);
+	if (!p || p == end || *p++ != '-')
+		return -EINVAL;
+	p = parse_hex(p, end, &v.end);
+	if (!p || end - p < 5 || *p++ != ' ' || parse_perms(p, &v.prot))
+		return -EINVAL;
+	p += 4;
+	for (int i = 0; i < 3 && p; i++)
+		p = skip_field(p, end);
+	if (!p || v.start >= v.end)
+		return -EINVAL;
+	while (p < end && *p == ' ')
+		p++;
+	v.special = special_name(p, (size_t)(end - p));
+	*out = v;
+	return 0;
+}
+
+/* Where the VMAs come from: PROCMAP_QUERY (one ioctl per VMA, from an address on) or the
+ * text (pread from offset 0, consecutive offsets so seq_file continues instead of
+ * re-walking the maps each time). */
+struct vma_src {
+	struct resolver *rs;
+	int fd;
+	uint64_t next;			/* query: ask about this address next */
+	off_t off;			/* text: file offset of buf[len] */
+	size_t len, pos;		/* text: bytes in buf, parsed up to pos */
+	bool eof, skipping;		/* text: skipping the rest of a cut line */
+};
+
+/* The next line of text; 1, 0 at the end, -errno. A line longer than the buffer (a path of
+ * thousands of bytes) is returned cut at MAPS_BUF bytes, which keeps every field parsed;
+ * the rest of it is skipped. */
+static int text_line(struct vma_src *s, const char **line, size_t *len)
+{
+	char *buf = s->rs->buf;
+
+	for (;;) {
+		char *start = buf + s->pos, *nl = memchr(start, '\n', s->len - s->pos);
+		ssize_t n;
+
+		if (nl) {
+			s->pos = (size_t)(nl + 1 - buf);
+			if (s->skipping) {
+				s->skipping = false;
+				continue;
+			}
+			*line = start;
+			*len = (size_t)(nl - start);
+			return 1;
+		}
+		if (s->eof) {
+			/* A last line without '\n' (never seen from the kernel). */
+			*line = start;
+			*len = s->len - s->pos;
+			s->pos = s->len;
+			return *len && !s->skipping;
+		}
+		if (s->pos == 0 && s->len == MAPS_BUF) {
+			bool cut = !s->skipping;
+
+			s->skipping = true;
+			s->pos = s->len;
+			if (cut) {
+				*line = buf;
+				*len = MAPS_BUF;
+				return 1;
+			}
+		}
+		memmove(buf, buf + s->pos, s->len - s->pos);
+		s->len -= s->pos;
+		s->pos = 0;
+		n = pread(s->fd, buf + s->len, MAPS_BUF - s->len, s->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == ESRCH ? 0 : -errno;	/* the process is gone */
+		s->eof = n == 0;
+		s->off += n;
+		s->len += (size_t)n;
+	}
+}
+
+static int text_next(struct vma_src *s, struct emu_vma *v)
+{
+	const char *line = NULL;
+	size_t len = 0;
+	int rc = text_line(s, &line, &len);
+
+	if (rc <= 0)
+		return rc;
+	return emu_maps_parse_line(line, len, v) ? -EPROTO : 1;
+}
+
+static int query_next(struct vma_src *s, struct emu_vma *v)
+{
+	struct emu_procmap_query q = {
+		.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT, .query_addr = s->next,
+		.vma_name_size = NAME_BUF, .vma_name_addr = (uintptr_t)s->rs->name,
+	};
+	int rc = ioctl(s->fd, EMU_PROCMAP_QUERY, &q);
+
+	if (rc && (errno == E2BIG || errno == ENAMETOOLONG)) {
+		/* The name did not fit (E2BIG), or d_path found it longer than PATH_MAX: not
+		 * one of the short special names. */
+		q.vma_name_size = 0;
+		q.vma_name_addr = 0;
+		rc = ioctl(s->fd, EMU_PROCMAP_QUERY, &q);
+	}
+	if (rc)	/* ENOENT: no VMA from here on; ESRCH: the process is gone */
+		return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+	v->start = q.vma_start;
+	v->end = q.vma_end;
+	v->prot = (q.vma_flags & PMQ_READABLE ? EMU_VMA_R : 0) |
+		(q.vma_flags & PMQ_WRITABLE ? EMU_VMA_W : 0) |
+		(q.vma_flags & PMQ_EXECUTABLE ? EMU_VMA_X : 0) |
+		(q.vma_flags & PMQ_SHARED ? EMU_VMA_SHARED : 0);
+	/* vma_name_size counts the terminating zero. */
+	v->special = q.vma_name_size && special_name(s->rs->name, q.vma_name_size - 1);
+	s->next = q.vma_end;
+	return 1;
+}
+
+/* The VMAs meeting [lo, hi), ascending, into out. 0 or -errno. */
+static int collect(struct resolver *rs, int fd, uint64_t lo, uint64_t hi, struct vma_vec *out)
+{
+	struct vma_src s = { .rs = rs, .fd = fd, .next = lo };
+	struct emu_vma v;
+	int rc;
+
+	out->n = 0;
+	while ((rc = rs->text ? text_next(&s, &v) : query_next(&s, &v)) > 0) {
+		if (v.end <= lo)
+			continue;
+		if (v.start >= hi)
+			break;
+		if (vma_push(out, &v))
+			return -ENOMEM;
+	}
+	if (rc == -ENOTTY && !rs->text) {
+		/* A kernel before 6.11: the text from now on. */
+		rs->text = true;
+		return collect(rs, fd, lo, hi, out);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static bool same_vmas(const struct vma_vec *a, const struct vma_vec *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->a[i].start != b->a[i].start || a->a[i].end != b->a[i].end ||
+		    a->a[i].prot != b->a[i].prot || a->a[i].special != b->a[i].special)
+			return false;
+	return true;
+}
+
+/* ---- the request ---- */
+
+static bool usable(const struct emu_vma *v)
+{
+	return (v->prot & EMU_VMA_R) && !v->special;
+}
+
+static bool request_ok(const struct iopt_req *r)
+{
+	uint64_t end = r->va + r->len, need_end = r->need_va + r->need_len;
+
+	if (!r->len || end < r->va || end > IOPT_VA_END || (r->va | r->len) % PAGE)
+		return false;
+	if (!(r->access & (IOPT_READ | IOPT_WRITE | IOPT_ATOMIC)))
+		return false;
+	return !r->need_len ||
+		(need_end > r->need_va && r->need_va >= r->va && need_end <= end);
+}
+
+/* Is the need covered by VMAs with the access's permission? First problem in address order:
+ * a hole (or special mapping) is -EFAULT, a VMA without the permission -EACCES. */
+static int check_need(const struct iopt_req *r, const struct vma_vec *v)
+{
+	uint64_t cur = r->need_va, end = r->need_va + r->need_len;
+	unsigned want = r->access & (IOPT_WRITE | IOPT_ATOMIC) ? EMU_VMA_R | EMU_VMA_W : EMU_VMA_R;
+
+	for (size_t i = 0; i < v->n && cur < end; i++) {
+		const struct emu_vma *m = &v->a[i];
+
+		if (m->end <= cur)
+			continue;
+		if (m->start > cur || m->special)
+			return -EFAULT;
+		if ((m->prot & want) != want)
+			return -EACCES;
+		cur = m->end;
+	}
+	return cur < end ? -EFAULT : 0;
+}
+
+/* Register every VMA the answer will use, whole, in write-protect mode: no page is ever
+ * write-protected, so the client's accesses never stop, but the registration makes the
+ * kernel report unmap/remap/remove of any part of the VMA (userfaultfd(2), ioctl_userfaultfd
+ * (2); UFFD_FEATURE_EVENT_* are the client's choice at UFFDIO_API). Re-registering a VMA
+ * already registered on the same uffd is a cheap no-op (~0.3 us). */
+static void register_vmas(int uffd, const struct vma_vec *v, struct emu_fault_stats *st)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		struct uffdio_register reg = {
+			.range = { .start = v->a[i].start, .len = v->a[i].end - v->a[i].start },
+			.mode = UFFDIO_REGISTER_MODE_WP,
+		};
+
+		if (!usable(&v->a[i]))
+			continue;
+		if (ioctl(uffd, UFFDIO_REGISTER, &reg) == 0)
+			st->uffd_registered++;
+		else
+			st->uffd_refused++;
+	}
+}
+
+/* Runs of the present pages of [s, e) (pagemap bit 63). */
+static int add_present(struct resolver *rs, int pm_fd, uint64_t s, uint64_t e, unsigned perm)
+{
+	while (s < e) {
+		uint64_t want = (e - s) / PAGE < PM_CHUNK ? (e - s) / PAGE : PM_CHUNK;
+		ssize_t n = pread(pm_fd, rs->pm, want * sizeof(uint64_t),
+			(off_t)(s / PAGE * sizeof(uint64_t)));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < (ssize_t)sizeof(uint64_t))
+			return n < 0 && errno != ESRCH ? -errno : 0;	/* gone: nothing present */
+		for (size_t i = 0; i < (size_t)n / sizeof(uint64_t); i++, s += PAGE)
+			if ((rs->pm[i] & PM_PRESENT) && add_run(&rs->runs, s, s + PAGE, perm))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Answer runs for the usable VMAs, clipped to the window and to pages. *mapped tells
+ * whether the window holds any usable VMA at all. */
+static int build_runs(struct resolver *rs, const struct iopt_req *r, int pm_fd, bool *mapped)
+{
+	uint64_t lo = r->va, hi = r->va + r->len;
+
+	rs->runs.n = 0;
+	*mapped = false;
+	for (size_t i = 0; i < rs->vmas.n; i++) {
+		const struct emu_vma *v = &rs->vmas.a[i];
+		uint64_t s = v->start > lo ? v->start : lo, e = v->end < hi ? v->end : hi;
+		unsigned perm = v->prot & EMU_VMA_W ? IOPT_READ | IOPT_WRITE : IOPT_READ;
+		int rc;
+
+		s = (s + PAGE - 1) & ~(PAGE - 1);
+		e &= ~(PAGE - 1);
+		if (!usable(v) || s >= e)
+			continue;
+		*mapped = true;
+		rc = pm_fd >= 0 ? add_present(rs, pm_fd, s, e, perm) :
+			add_run(&rs->runs, s, e, perm);
+		if (rc)
+			return rc;
+		/* A prefetch keeps the lowest runs: the rest would be cut anyway. */
+		if (!r->need_len && rs->runs.n > EMU_FAULT_MAX_MAPS)
+			break;
+	}
+	return 0;
+}
+
+static size_t first_meeting(const struct map_vec *v, uint64_t va)
+{
+	size_t i = 0;
+
+	while (i < v->n && v->a[i].va + v->a[i].len <= va)
+		i++;
+	return i;
+}
+
+/* Fit the runs into the job's EMU_FAULT_MAX_MAPS (policy in fault.h). */
+static void fit_runs(struct map_vec *v, const struct iopt_req *r, struct emu_fault_job *job)
+{
+	size_t first = 0, n = v->n;
+
+	if (n > EMU_FAULT_MAX_MAPS && r->need_len) {
+		size_t i0 = first_meeting(v, r->need_va);
+		size_t i1 = first_meeting(v, r->need_va + r->need_len - 1);
+
+		if (i1 < n && i1 - i0 >= EMU_FAULT_MAX_MAPS) {
+			/* The need's runs touch each other (check_need): one READ run. */
+			v->a[i0].len = v->a[i1].va + v->a[i1].len - v->a[i0].va;
+			v->a[i0].perm = IOPT_READ;
+			memmove(&v->a[i0 + 1], &v->a[i1 + 1], (n - i1 - 1) * sizeof(v->a[0]));
+			n -= i1 - i0;
+			v->n = n;
+		}
+		/* From the need forwards (fault-around favours what comes next), then
+		 * backwards until the array is full. */
+		first = i0 < n ? i0 : 0;
+		if (n <= EMU_FAULT_MAX_MAPS)
+			first = 0;
+		else if (n - first < EMU_FAULT_MAX_MAPS)
+			first = n - EMU_FAULT_MAX_MAPS;
+	}
+	job->nmaps = (unsigned)(n - first < EMU_FAULT_MAX_MAPS ? n - first : EMU_FAULT_MAX_MAPS);
+	memcpy(job->maps, &v->a[first], job->nmaps * sizeof(job->maps[0]));
+}
+
+/* Collect the VMAs and check the need; with a uffd, register and re-read until the VMAs
+ * hold still, so that any change after the read is reported as an event. */
+static int settle_vmas(struct resolver *rs, struct emu_fault_job *job, int fd,
+	struct emu_fault_stats *st)
+{
+	const struct iopt_req *r = job->req;
+	uint64_t lo = r->va, hi = r->va + r->len;
+	int rc = collect(rs, fd, lo, hi, &rs->vmas);
+
+	for (int attempt = 0; !rc; attempt++) {
+		struct vma_vec t;
+
+		rc = check_need(r, &rs->vmas);
+		if (rc || job->uffd < 0)
+			break;
+		register_vmas(job->uffd, &rs->vmas, st);
+		if (attempt == RACE_MAX)
+			break;	/* still changing: answer with what was registered last */
+		rc = collect(rs, fd, lo, hi, &rs->again);
+		if (rc || same_vmas(&rs->vmas, &rs->again))
+			break;
+		st->uffd_races++;
+		t = rs->vmas;
+		rs->vmas = rs->again;
+		rs->again = t;
+	}
+	return rc;
+}
+
+static int open_proc(pid_t pid, const char *what)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static bool is_maps_error(int rc)
+{
+	return rc && rc != -EFAULT && rc != -EACCES && rc != -ENOMEM;
+}
+
+static int resolve_fd(struct resolver *rs, struct emu_fault_job *job, int fd,
+	struct emu_fault_stats *st)
+{
+	const struct iopt_req *r = job->req;
+	int pm_fd = -1, rc = settle_vmas(rs, job, fd, st);
+	bool mapped;
+
+	if (is_maps_error(rc)) {
+		st->maps_errors++;
+		return -EIO;
+	}
+	if (rc)
+		return rc;
+	if (r->flags & IOPT_REQ_NO_FAULT) {
+		pm_fd = job->pagemap_fd >= 0 ? job->pagemap_fd : open_proc(job->pid, "pagemap");
+		if (pm_fd < 0) {
+			st->maps_errors++;
+			return -EIO;
+		}
+	}
+	rc = build_runs(rs, r, pm_fd, &mapped);
+	if (pm_fd >= 0 && job->pagemap_fd < 0)
+		close(pm_fd);
+	if (rc)
+		return rc == -ENOMEM ? rc : -EIO;
+	if (!mapped)
+		return -EFAULT;
+	fit_runs(&rs->runs, r, job);
+	return 0;
+}
+
+static int resolve_req(struct resolver *rs, struct emu_fault_job *job,
+	struct emu_fault_stats *st)
+{
+	int fd = job->maps_fd, rc;
+
+	if (!job->req || !request_ok(job->req))
+		return -EINVAL;
+	if (fd < 0)
+		fd = open_proc(job->pid, "maps");
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ESRCH)
+			return -EFAULT;	/* no process: nothing is mapped */
+		st->maps_errors++;
+		return -EIO;
+	}
+	rc = resolve_fd(rs, job, fd, st);
+	if (job->maps_fd < 0)
+		close(fd);
+	return rc;
+}
+
+static void resolve_job(struct resolver *rs, struct emu_inject *inj, struct emu_fault_job *job,
+	struct emu_fault_stats *st)
+{
+	struct emu_inject_draw d = { 0 };
+	uint64_t t0 = now_ns();
+
+	if (inj)
+		emu_inject_draw_job(inj, &d);
+	job->nmaps = 0;
+	if (d.fail) {
+		job->err = -EIO;
+		st->injected_fail++;
+	} else {
+		job->err = resolve_req(rs, job, st);
+	}
+	st->failed_unmapped += job->err == -EFAULT;
+	st->failed_access += job->err == -EACCES;
+	job->resolved_ns = now_ns();
+	job->due_ns = job->resolved_ns + d.delay_ns;
+	st->jobs++;
+	st->resolve_ns_total += job->resolved_ns - t0;
+	if (job->enqueued_ns && job->enqueued_ns <= t0)
+		st->wait_ns_total += t0 - job->enqueued_ns;
+}
+
+void emu_fault_resolve(struct emu_inject *inj, bool text_maps, struct emu_fault_job *job,
+	struct emu_fault_stats *stats)
+{
+	struct resolver *rs = calloc(1, sizeof(*rs));
+	struct emu_fault_stats scratch = { 0 };
+
+	if (!rs) {
+		job->err = -ENOMEM;
+		job->nmaps = 0;
+		job->resolved_ns = job->due_ns = now_ns();
+		return;
+	}
+	rs->text = text_maps;
+	resolve_job(rs, inj, job, stats ? stats : &scratch);
+	resolver_free(rs);
+}
+
+/* ---- the thread and its queues ---- */
+
+struct emu_fault {
+	struct emu_inject *inj;
+	struct resolver *rs;		/* the thread's */
+	int efd;
+	pthread_t thread;
+	bool joined;
+	pthread_mutex_t lock;		/* everything below */
+	pthread_cond_t wake;		/* jobs queued, or stop */
+	bool stop;
+	struct emu_fault_job *in, **in_tail;
+	struct emu_fault_job *out, **out_tail;
+	struct emu_fault_stats stats;
+};
+
+static void add_stats(struct emu_fault_stats *to, const struct emu_fault_stats *d)
+{
+	to->jobs += d->jobs;
+	to->failed_unmapped += d->failed_unmapped;
+	to->failed_access += d->failed_access;
+	to->injected_fail += d->injected_fail;
+	to->maps_errors += d->maps_errors;
+	to->uffd_registered += d->uffd_registered;
+	to->uffd_refused += d->uffd_refused;
+	to->uffd_races += d->uffd_races;
+	to->resolve_ns_total += d->resolve_ns_total;
+	to->wait_ns_total += d->wait_ns_total;
+}
+
+/* Queue an answer. The eventfd is written when the out queue goes from empty to non-empty
+ * and drained by take() when it empties, both under the lock: it is readable exactly while
+ * answers wait, so the loop neither misses one nor wakes for nothing. */
+static void answer_locked(struct emu_fault *f, struct emu_fault_job *job)
+{
+	bool was_empty = !f->out;
+	uint64_t one = 1;
+
+	job->next = NULL;
+	*f->out_tail = job;
+	f->out_tail = &job->next;
+	if (was_empty && write(f->efd, &one, sizeof(one)) != sizeof(one))
+		assert(0 && "eventfd write cannot fail below 2^64 - 1");
+}
+
+static void cancel_locked(struct emu_fault *f, struct emu_fault_job *job)
+{
+	job->err = -ECANCELED;
+	job->nmaps = 0;
+	job->resolved_ns = job->due_ns = now_ns();
+	f->stats.jobs++;
+	answer_locked(f, job);
+}
+
+static struct emu_fault_job *pop_in_locked(struct emu_fault *f)
+{
+	struct emu_fault_job *job = f->in;
+
+	f->in = job->next;
+	if (!f->in)
+		f->in_tail = &f->in;
+	return job;
+}
+
+static void *fault_main(void *arg)
+{
+	struct emu_fault *f = arg;
+
+	pthread_mutex_lock(&f->lock);
+	for (;;) {
+		struct emu_fault_stats d = { 0 };
+		struct emu_fault_job *job;
+
+		while (!f->in && !f->stop)
+			pthread_cond_wait(&f->wake, &f->lock);
+		if (f->stop)
+			break;
+		job = pop_in_locked(f);
+		pthread_mutex_unlock(&f->lock);
+		resolve_job(f->rs, f->inj, job, &d);
+		pthread_mutex_lock(&f->lock);
+		add_stats(&f->stats, &d);
+		answer_locked(f, job);
+	}
+	while (f->in)
+		cancel_locked(f, pop_in_locked(f));
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+static void fault_free(struct emu_fault *f)
+{
+	if (f->efd >= 0)
+		close(f->efd);
+	pthread_cond_destroy(&f->wake);
+	pthread_mutex_destroy(&f->lock);
+	resolver_free(f->rs);
+	free(f);
+}
+
+/* The thread starts with every signal blocked: the loop thread handles them. */
+static int start_thread(struct emu_fault *f)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&f->thread, NULL, fault_main, f);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!rc)
+		pthread_setname_np(f->thread, "odpemu-fault");
+	return -rc;
+}
+
+int emu_fault_start(struct emu_inject *inj, struct emu_fault **out)
+{
+	struct emu_fault *f = calloc(1, sizeof(*f));
+	int rc;
+
+	if (!f)
+		return -ENOMEM;
+	f->inj = inj;
+	f->in_tail = &f->in;
+	f->out_tail = &f->out;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->wake, NULL);
+	f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	f->rs = calloc(1, sizeof(*f->rs));
+	rc = f->efd < 0 ? -errno : !f->rs ? -ENOMEM : start_thread(f);
+	if (rc) {
+		f->joined = true;
+		fault_free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+void emu_fault_stop(struct emu_fault *f)
+{
+	if (f->joined)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->stop = true;
+	pthread_cond_signal(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(f->thread, NULL);
+	f->joined = true;
+}
+
+void emu_fault_destroy(struct emu_fault *f)
+{
+	if (!f)
+		return;
+	emu_fault_stop(f);
+	fault_free(f);
+}
+
+void emu_fault_set_text_maps(struct emu_fault *f, bool text)
+{
+	/* Read by the thread only after a submit, which orders this store through the lock. */
+	f->rs->text = text;
+}
+
+void emu_fault_submit(struct emu_fault *f, struct emu_fault_job *job)
+{
+	job->enqueued_ns = now_ns();
+	job->next = NULL;
+	pthread_mutex_lock(&f->lock);
+	if (f->stop) {
+		cancel_locked(f, job);
+	} else {
+		bool was_empty = !f->in;
+
+		*f->in_tail = job;
+		f->in_tail = &job->next;
+		/* Only an empty queue can have the thread asleep on it. */
+		if (was_empty)
+			pthread_cond_signal(&f->wake);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+int emu_fault_eventfd(const struct emu_fault *f)
+{
+	return f->efd;
+}
+
+unsigned emu_fault_take(struct emu_fault *f, struct emu_fault_job **out, unsigned max)
+{
+	unsigned n = 0;
+	uint64_t v;
+
+	pthread_mutex_lock(&f->lock);
+	while (n < max && f->out) {
+		out[n++] = f->out;
+		f->out = f->out->next;
+	}
+	if (!f->out) {
+		f->out_tail = &f->out;
+		if (n && read(f->efd, &v, sizeof(v)) < 0)
+			assert(errno == EAGAIN);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+void emu_fault_stats_get(struct emu_fault *f, struct emu_fault_stats *out)
+{
+	pthread_mutex_lock(&f->lock);
+	*out = f->stats;
+	pthread_mutex_unlock(&f->lock);
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fault — the host fault handler of odpemud: one thread that resolves the NIC's page
+ * requests against a client process's real address space and hands the answers back to the
+ * loop thread, which alone calls nic_fault_complete() / nic_fault_fail().
+ *
+ * FLOW. nic/ asks through its fault port; the loop wraps the request in a struct
+ * emu_fault_job and calls emu_fault_submit(). The thread draws the injected failure and
+ * delay (inject.h), resolves, fills the answer fields and queues the job for the loop; the
+ * eventfd (emu_fault_eventfd) is readable exactly while answers wait. The loop takes them
+ * (emu_fault_take) and delivers each at due_ns: answers come out in the order they were
+ * resolved, but random delays are not monotonic, so the loop keeps them in a timer heap
+ * (with a fixed delay a FIFO is enough).
+ *
+ * RESOLUTION. ODP MRs translate by identity (host address == client va; the daemon copies
+ * with process_vm_readv/writev), so every answer map has host == va. The client's VMAs come
+ * from /proc/PID/maps: the PROCMAP_QUERY ioctl (Linux 6.11+; ~0.5 us a VMA) when the kernel
+ * has it, else the text, read and parsed (~6-20 us a job, growing with the map count).
+ *  - need [need_va, need_va + need_len): every byte in VMAs with the access's permission
+ *    (READ: 'r'; WRITE/ATOMIC: 'r' and 'w'), as hmm_range_fault demands; else the job fails
+ *    with -EFAULT (a hole, or [vvar]-like special mapping) or -EACCES (a VMA without the
+ *    permission, PROT_NONE included), whichever comes first in address order.
+ *  - the rest of the window [va, va + len): best effort. Maps for the readable parts, clipped
+ *    to the window and to pages, perm IOPT_READ|IOPT_WRITE where the VMA is writable else
+ *    IOPT_READ, adjacent runs of one perm merged, ascending.
+ *  - IOPT_REQ_PREFETCH (empty need): what can be mapped; -EFAULT if the window holds no
+ *    readable VMA at all.
+ *  - IOPT_REQ_NO_FAULT: only the pages present now (/proc/PID/pagemap bit 63; swapped
+ *    pages, bit 62, would need a major fault and are left out). A window that is mapped but
+ *    has nothing present gets a successful answer with no maps (as mlx5's NO_FAULT advice
+ *    succeeds having mapped nothing); -EFAULT only when nothing is mapped at all.
+ *  - more than EMU_FAULT_MAX_MAPS runs: the runs around the need are kept (from the need
+ *    forwards, then backwards); if the need alone has more, its runs become one IOPT_READ
+ *    run (all are readable); prefetches keep the lowest runs. The NIC faults for the rest.
+ *
+ * NOTIFIER. With job->uffd >= 0 the thread registers, in write-protect mode and without
+ * ever write-protecting a page (so no ordinary access is intercepted), every whole VMA it
+ * answers with, before answering, so the client's later munmap/mremap/MADV_DONTNEED of any
+ * part of it reaches the daemon's notifier as a userfaultfd event. UFFDIO_REGISTER acts on
+ * the mm of the process that created the uffd, so the daemon can do it from here. Kernels
+ * refuse some VMAs (EINVAL: file-backed private mappings, VM_DROPPABLE; EBUSY: registered on
+ * another uffd): they are counted (uffd_refused) and answered anyway. To close the window
+ * between reading the maps and registering, the VMAs are read again after registering and
+ * the job is resolved again if they changed (at most 3 times; uffd_races counts those).
+ *
+ * THREADING. emu_fault_submit/take/eventfd/stats are for the loop thread (any one thread);
+ * the resolver thread starts with every signal blocked, so signals stay with the loop.
+ * Costs: one mutex and, when the thread sleeps, a condition-variable wake per submit; one
+ * eventfd write per batch of answers (when the out queue goes from empty to non-empty).
+ */
+#ifndef ODPEMU_EMU_FAULT_H
+#define ODPEMU_EMU_FAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "inject.h"
+#include "iopt.h"
+
+#define EMU_FAULT_MAX_MAPS 64
+
+/* One page request, owned by the loop except between submit and take. */
+struct emu_fault_job {
+	/* filled by the loop: */
+	struct iopt_req *req;		/* read only: va, len, need_va, need_len, access, flags
+					 * (never dom or seq) */
+	pid_t pid;			/* the client */
+	int maps_fd;			/* open("/proc/PID/maps", O_RDONLY), kept by the session
+					 * (the PROCMAP_QUERY ioctl or pread from 0 each job; an
+					 * fd, unlike the pid, cannot be reused by another
+					 * process); -1: the thread opens one per job */
+	int pagemap_fd;			/* open("/proc/PID/pagemap"), read for NO_FAULT jobs only;
+					 * -1: opened per NO_FAULT job */
+	int uffd;			/* the client's userfaultfd, or -1 (see NOTIFIER) */
+	uint64_t enqueued_ns;		/* CLOCK_MONOTONIC; stamped by emu_fault_submit */
+	/* the answer, filled by the thread: */
+	int err;			/* 0; -EFAULT need not mapped; -EACCES need lacks the
+					 * permission; -EIO injected failure or unreadable maps;
+					 * -EINVAL malformed request; -ECANCELED stopped first */
+	unsigned nmaps;
+	struct iopt_map maps[EMU_FAULT_MAX_MAPS];
+	uint64_t resolved_ns;		/* when resolution ended */
+	uint64_t due_ns;		/* resolved_ns + the drawn delay: deliver then */
+	/* free for the loop's use: */
+	void *owner;
+	uint32_t client;		/* the NIC's client id (session) */
+	bool advise;			/* counted by a synchronous advise_mr */
+	struct emu_fault_job *next;	/* also used by the queues between submit and take */
+};
+
+struct emu_fault;
+
+/* Start the thread; inj may be NULL (no injection) and must outlive the handler.
+ * 0, -ENOMEM, or -errno of eventfd/pthread_create. */
+int emu_fault_start(struct emu_inject *inj, struct emu_fault **out);
+/* Finish the job being resolved, answer the jobs still queued with -ECANCELED, join.
+ * Idempotent. Every job submitted, before or after, is then returned by take(). */
+void emu_fault_stop(struct emu_fault *f);
+/* Stop, then free. Jobs not yet taken are not freed (they are the loop's). */
+void emu_fault_destroy(struct emu_fault *f);
+
+/* Queue a job (stamps enqueued_ns); takes one mutex, never waits for resolution. */
+void emu_fault_submit(struct emu_fault *f, struct emu_fault_job *job);
+/* Readable (EFD_NONBLOCK, poll it; do not read it) while answered jobs wait. */
+int emu_fault_eventfd(const struct emu_fault *f);
+/* Take up to max answered jobs, in answer order, without blocking; returns the count. */
+unsigned emu_fault_take(struct emu_fault *f, struct emu_fault_job **out, unsigned max);
+
+struct emu_fault_stats {
+	uint64_t jobs;			/* answered, cancellations included */
+	uint64_t failed_unmapped;	/* -EFAULT */
+	uint64_t failed_access;		/* -EACCES */
+	uint64_t injected_fail;		/* -EIO by the fail rate */
+	uint64_t maps_errors;		/* -EIO: the maps could not be read or parsed */
+	uint64_t uffd_registered;	/* UFFDIO_REGISTER calls that succeeded (per VMA per job) */
+	uint64_t uffd_refused;		/* ... that the kernel refused */
+	uint64_t uffd_races;		/* VMAs changed while registering: resolved again */
+	uint64_t resolve_ns_total;	/* time resolving (injected delay not included) */
+	uint64_t wait_ns_total;		/* time jobs waited in the queue before resolution */
+};
+void emu_fault_stats_get(struct emu_fault *f, struct emu_fault_stats *out);
+
+/* ---- below: the pieces, for tests, tools and benchmarks ---- */
+
+/* Force reading the maps as text even where PROCMAP_QUERY works. Call before the first
+ * submit (the thread reads the setting without the lock). */
+void emu_fault_set_text_maps(struct emu_fault *f, bool text);
+
+/* Resolve one job on the calling thread, as the handler thread would (inject draws and
+ * all): inj may be NULL. stats may be NULL. */
+void emu_fault_resolve(struct emu_inject *inj, bool text_maps, struct emu_fault_job *job,
+	struct emu_fault_stats *stats);
+
+/* One VMA as /proc/PID/maps shows it. */
+#define EMU_VMA_R	1u
+#define EMU_VMA_W	2u
+#define EMU_VMA_X	4u
+#define EMU_VMA_SHARED	8u
+struct emu_vma {
+	uint64_t start, end;
+	unsigned prot;		/* EMU_VMA_* */
+	bool special;		/* [vvar], [vvar_vclock], [vsyscall]: no pages to copy */
+};
+/* Parse one line (without its newline, possibly cut short after the inode field):
+ * "start-end perms offset dev inode [path]". 0 or -EINVAL. */
+int emu_maps_parse_line(const char *line, size_t len, struct emu_vma *out);
+
+#endif

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* options — odpemud's flags. Every flag is documented in usage(); unknown, missing or
+ * contradictory flags are one clear line on stderr. */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static void usage(FILE *f)
+{
+	fputs(
+"usage: odpemud --name NAME (--netdev IFNAME | --addr IP) [options]\n"
+"\n"
+"odpemud is one soft RDMA NIC with On-Demand Paging (RoCEv2 over UDP). Applications reach\n"
+"it through libodpemu and its control socket <rundir>/NAME.sock.\n"
+"\n"
+"  --name NAME            device name (letters, digits, '-', '_'; default odp0)\n"
+"  --netdev IFNAME        use this interface: its addresses are the GID table, its MTU the\n"
+"                         port MTU; the first IPv4 address (else IPv6) is the source address\n"
+"  --addr IP              use this address (IPv4 or IPv6) and the interface that owns it\n"
+"  --port N               UDP port (default 4791, the RoCEv2 port)\n"
+"  --fault-policy P       responder on an ODP page fault: rnr (RNR NAK, as ConnectX; the\n"
+"                         default) or stall (hold the packets until the page is in)\n"
+"  --fault-delay-us SPEC  extra latency of each page fault: N | uniform:A-B | exp:MEAN |\n"
+"                         normal:MEAN,SD (microseconds; default 0)\n"
+"  --fault-fail-rate P    probability 0..1 that a page fault fails (access error)\n"
+"  --evict-rate N/s       drop N random present ODP pages per second (faults in steady\n"
+"                         traffic; default 0)\n"
+"  --seed S               seed of every injected delay, failure and eviction (default 1)\n"
+"  --fault-around BYTES   fault-around window of ODP MRs (power of two >= 4096; default\n"
+"                         65536; 4096 turns it off)\n"
+"  --poll-us N            busy-poll this long before sleeping (default 50)\n"
+"  --rundir DIR           where the control socket goes (default $ODPEMU_RUNDIR, else\n"
+"                         /run/odpemu as root, $XDG_RUNTIME_DIR/odpemu otherwise)\n"
+"  --foreground           stay in the foreground, log to stderr (default: detach once\n"
+"                         ready, log to <rundir>/NAME.log)\n"
+"  --log-level L          err, warn, info (default) or debug\n"
+"  --help, --version\n"
+"\n"
+"Injection knobs can also be changed at run time (odpemu_set_inject, odpemu-ctl inject).\n",
+	      f);
+}
+
+enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
+	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_HELP,
+	OPT_VERSION };
+
+static const struct option longopts[] = {
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "netdev", required_argument, NULL, OPT_NETDEV },
+	{ "addr", required_argument, NULL, OPT_ADDR },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "fault-policy", required_argument, NULL, OPT_POLICY },
+	{ "fault-delay-us", required_argument, NULL, OPT_DELAY },
+	{ "fault-fail-rate", required_argument, NULL, OPT_FAIL },
+	{ "evict-rate", required_argument, NULL, OPT_EVICT },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "foreground", no_argument, NULL, OPT_FG },
+	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "rundir", required_argument, NULL, OPT_RUNDIR },
+	{ "poll-us", required_argument, NULL, OPT_POLL },
+	{ "fault-around", required_argument, NULL, OPT_AROUND },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "odpemud: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see odpemud --help)\n");
+	return -1;
+}
+
+/* A whole unsigned number in [min, max]. */
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static bool name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (!len || len >= IPC_NAME_LEN)
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+			return false;
+	return true;
+}
+
+static int parse_level(const char *s)
+{
+	static const char *const names[] = { "err", "warn", "info", "debug" };
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+static int one(struct emu_options *o, int c, const char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_NAME:
+		if (!name_ok(arg))
+			return bad("--name '%s': use 1-63 letters, digits, '-' or '_'", arg);
+		o->name = arg;
+		return 0;
+	case OPT_NETDEV: o->netdev = arg; return 0;
+	case OPT_ADDR: o->addr = arg; return 0;
+	case OPT_PORT:
+		if (parse_u64(arg, 1, 65535, &v))
+			return bad("--port '%s': want a UDP port 1..65535", arg);
+		o->port = (uint16_t)v;
+		return 0;
+	case OPT_POLICY:
+		if (strcmp(arg, "stall") && strcmp(arg, "rnr"))
+			return bad("--fault-policy '%s': want stall or rnr", arg);
+		o->fault_policy = arg;
+		return 0;
+	case OPT_DELAY: o->fault_delay = arg; return 0;
+	case OPT_FAIL: o->fault_fail_rate = arg; return 0;
+	case OPT_EVICT: o->evict_rate = arg; return 0;
+	case OPT_SEED:
+		if (parse_u64(arg, 0, UINT64_MAX, &o->seed))
+			return bad("--seed '%s': want an unsigned number", arg);
+		return 0;
+	case OPT_FG: o->foreground = true; return 0;
+	case OPT_LOG:
+		if ((o->log_level = parse_level(arg)) < 0)
+			return bad("--log-level '%s': want err, warn, info or debug", arg);
+		return 0;
+	case OPT_RUNDIR: o->rundir = arg; return 0;
+	case OPT_POLL:
+		if (parse_u64(arg, 0, 1000000, &v))
+			return bad("--poll-us '%s': want 0..1000000", arg);
+		o->poll_us = (unsigned)v;
+		return 0;
+	case OPT_AROUND:
+		if (parse_u64(arg, 4096, 1ull << 30, &v) || (v & (v - 1)))
+			return bad("--fault-around '%s': want a power of two 4096..1073741824", arg);
+		o->fault_around = v;
+		return 0;
+	}
+	return -1;
+}
+
+int emu_options_parse(int argc, char **argv, struct emu_options *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->name = "odp0";
+	o->port = 4791;
+	o->fault_policy = "rnr";
+	o->seed = 1;
+	o->log_level = EMU_LOG_INFO;
+	o->poll_us = 50;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == OPT_HELP) {
+			usage(stdout);
+			return 1;
+		}
+		if (c == OPT_VERSION) {
+			printf("odpemud 0.1.0 (ipc %d)\n", IPC_VERSION);
+			return 1;
+		}
+		if (c == '?' || c == ':')
+			return bad("unknown option or missing value: '%s'", argv[optind - 1]);
+		if (one(o, c, optarg))
+			return -1;
+	}
+	if (optind < argc)
+		return bad("unexpected argument '%s'", argv[optind]);
+	if (o->netdev && o->addr)
+		return bad("%s: give --netdev or --addr, not both", "contradictory flags");
+	if (!o->netdev && !o->addr)
+		return bad("%s: say which interface to use with --netdev IFNAME or --addr IP",
+			   "no address");
+	return 0;
+}
+
+const char *emu_rundir(const struct emu_options *o, char *buf, unsigned len)
+{
+	const char *env = getenv("ODPEMU_RUNDIR"), *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (o && o->rundir)
+		snprintf(buf, len, "%s", o->rundir);
+	else if (env && *env)
+		snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		snprintf(buf, len, "/run/odpemu");
+	else if (xdg && *xdg)
+		snprintf(buf, len, "%s/odpemu", xdg);
+	else
+		snprintf(buf, len, "/tmp/odpemu-%u", (unsigned)geteuid());
+	return buf;
+}

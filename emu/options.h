@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* options — odpemud's command line: parsed and checked before anything starts. */
+#ifndef ODPEMU_EMU_OPTIONS_H
+#define ODPEMU_EMU_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct emu_options {
+	const char *name;		/* --name: device name, socket <rundir>/<name>.sock */
+	const char *netdev;		/* --netdev IFNAME */
+	const char *addr;		/* --addr IP */
+	uint16_t port;			/* --port (4791) */
+	const char *fault_policy;	/* --fault-policy stall|rnr */
+	const char *fault_delay;	/* --fault-delay-us SPEC (checked by inject.c) */
+	const char *fault_fail_rate;	/* --fault-fail-rate P */
+	const char *evict_rate;		/* --evict-rate N/s */
+	uint64_t seed;			/* --seed */
+	bool foreground;		/* --foreground */
+	int log_level;			/* --log-level err|warn|info|debug */
+	const char *rundir;		/* --rundir (else $ODPEMU_RUNDIR or the default) */
+	unsigned poll_us;		/* --poll-us: spin this long before sleeping */
+	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
+};
+
+/* Parse argv. 0: run; 1: done (--help/--version printed, exit 0); -1: error printed to
+ * stderr (exit 2). */
+int emu_options_parse(int argc, char **argv, struct emu_options *o);
+/* The run directory of the control sockets: --rundir, $ODPEMU_RUNDIR, /run/odpemu as
+ * root, $XDG_RUNTIME_DIR/odpemu otherwise (/tmp/odpemu-UID without XDG_RUNTIME_DIR). */
+const char *emu_rundir(const struct emu_options *o, char *buf, unsigned len);
+
+#endif

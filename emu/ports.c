@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ports — nic/'s four ports bound to the real world:
+ *  - wire: the UDP socket (udp.c), flushed once per loop round;
+ *  - host memory: process_vm_readv/writev into the client for ODP MRs (the kernel walks the
+ *    client's current page tables, so an unmapped page is -EFAULT and a remapped one is the
+ *    new page, as ODP promises); a plain memcpy for pinned MRs, whose pages the daemon maps
+ *    (host addresses tagged PIN_TAG);
+ *  - fault handler: jobs for the fault thread (fault.c); answers come back on its eventfd
+ *    and are delivered to nic/ when their injected delay is over;
+ *  - events: the session's async event pipe; CQ notifications: its channel pipe.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define PIN_TAG (1ull << 62)
+
+static struct emu_session *session_of(struct emu_daemon *d, uint32_t client)
+{
+	static struct emu_session *last;	/* the loop thread's one-entry cache */
+
+	if (last && last->id == client && !last->dead)
+		return last;
+	return last = emu_session_by_id(d, client);
+}
+
+static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)
+{
+	struct emu_daemon *d = ctx;
+
+	emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
+}
+
+static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
+{
+	struct emu_daemon *d = ctx;
+	struct emu_session *s;
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)host, len };
+
+	if (host & PIN_TAG) {
+		memcpy(dst, (const void *)(uintptr_t)(host & ~PIN_TAG), len);
+		return 0;
+	}
+	if (!(s = session_of(d, client)) || process_vm_readv(s->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
+		d->ctr.mem_read_errors++;
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static int port_write(void *ctx, uint32_t client, uint64_t host, const void *src, size_t len)
+{
+	struct emu_daemon *d = ctx;
+	struct emu_session *s;
+	struct iovec l = { (void *)src, len }, r = { (void *)(uintptr_t)host, len };
+
+	if (host & PIN_TAG) {
+		memcpy((void *)(uintptr_t)(host & ~PIN_TAG), src, len);
+		return 0;
+	}
+	if (!(s = session_of(d, client)) || process_vm_writev(s->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
+		d->ctr.mem_write_errors++;
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* A job answered here and now (no session to resolve against): delivered by the loop. */
+static void fail_later(struct emu_daemon *d, struct emu_fault_job *j, int err)
+{
+	j->err = err;
+	j->due_ns = emu_now_ns();
+	j->next = d->due;
+	d->due = j;
+}
+
+static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
+{
+	struct emu_daemon *d = ctx;
+	struct emu_session *s = session_of(d, client);
+	struct emu_fault_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		/* nic/ must get an answer: without memory, hold on to the request on a
+		 * static fallback is impossible; fail loudly instead of losing it. */
+		emu_log(EMU_LOG_ERR, "out of memory for a page request: aborting");
+		abort();
+	}
+	j->req = req;
+	j->enqueued_ns = emu_now_ns();
+	j->pid = s ? s->pid : 0;
+	j->uffd = j->maps_fd = j->pagemap_fd = -1;	/* the thread opens /proc files per job */
+	j->client = client;
+	if (!s) {
+		fail_later(d, j, -EFAULT);
+		return;
+	}
+	if (s->uffd >= 0)
+		j->uffd = dup(s->uffd);	/* the session may go before the thread is done */
+	if (s->advise_waiting) {
+		j->advise = true;
+		s->advise_pending++;
+	}
+	emu_fault_submit(d->fault, j);
+}
+
+/* The session and handle of a nic object named by an event. */
+static struct emu_obj *obj_of(struct emu_daemon *d, const struct nic_event *ev)
+{
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		for (uint32_t h = 1; h < s->nobjs; h++) {
+			struct emu_obj *o = s->objs[h];
+
+			if (!o)
+				continue;
+			if ((o->type == EMU_OBJ_QP && ev->qp && o->u.qp.qp == ev->qp) ||
+			    (o->type == EMU_OBJ_CQ && ev->cq && o->u.cq.cq == ev->cq) ||
+			    (o->type == EMU_OBJ_SRQ && ev->srq && o->u.srq.srq == ev->srq) ||
+			    (o->type == EMU_OBJ_MR && ev->mr && o->u.mr.mr == ev->mr))
+				return o;
+		}
+	return NULL;
+}
+
+static void port_event(void *ctx, const struct nic_event *ev)
+{
+	struct emu_obj *o = obj_of(ctx, ev);
+
+	if (o)
+		emu_session_event(o->s, ev->type, o->handle);
+}
+
+static void port_cq_notify(void *ctx, struct nic_cq *cq)
+{
+	struct nic_event ev = { .cq = cq };
+	struct emu_obj *o = obj_of(ctx, &ev);
+
+	if (o)
+		o->u.cq.notify_pending = true;	/* written after the CQ ring is filled */
+}
+
+void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
+{
+	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
+		.mem_write = port_write, .fault = port_fault, .event = port_event,
+		.cq_notify = port_cq_notify };
+}
+
+/* ---- fault answers ---- */
+
+void emu_fault_answers(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_daemon *d = (struct emu_daemon *)((char *)io - offsetof(struct emu_daemon, fault_io));
+	struct emu_fault_job *jobs[64];
+	unsigned n;
+
+	while ((n = emu_fault_take(d->fault, jobs, 64)))
+		for (unsigned i = 0; i < n; i++) {
+			jobs[i]->next = d->due;
+			d->due = jobs[i];
+		}
+	if (!(cqe->flags & IORING_CQE_F_MORE))
+		emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
+}
+
+uint64_t emu_faults_next_due(const struct emu_daemon *d)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (const struct emu_fault_job *j = d->due; j; j = j->next)
+		if (j->due_ns < t)
+			t = j->due_ns;
+	return t;
+}
+
+static void count_latency(struct emu_daemon *d, uint64_t ns)
+{
+	unsigned b = 0;
+
+	for (uint64_t us = ns / 1000; us > 1 && b < 23; us >>= 1)
+		b++;
+	d->ctr.fault_lat_us[b]++;
+}
+
+/* The last request of a synchronous advise_mr was answered: reply to it. */
+static void advise_answered(struct emu_daemon *d, const struct emu_fault_job *j)
+{
+	struct emu_session *s = emu_session_by_id(d, j->client);
+
+	if (!s || !s->advise_pending)
+		return;
+	if (j->err)
+		s->advise_err = j->err;
+	if (--s->advise_pending || !s->advise_hdr.op)
+		return;
+	emu_ctl_reply(s, &s->advise_hdr, s->advise_err, NULL, 0, NULL, 0);
+	s->advise_hdr.op = 0;
+}
+
+static void deliver(struct emu_daemon *d, struct emu_fault_job *j, uint64_t now)
+{
+	count_latency(d, now - j->enqueued_ns);
+	struct iopt *t = j->req->dom;	/* read before the answer frees the request */
+	int rc;
+
+	if (j->err) {
+		nic_fault_fail(d->nic, j->req, j->err, now);
+	} else if ((rc = nic_fault_complete(d->nic, j->req, j->maps, j->nmaps, now)) == -EINVAL) {
+		j->err = -EFAULT;	/* nic/ failed it: the maps missed the need */
+	} else if (rc == 0) {
+		for (unsigned i = 0; i < j->nmaps; i++)
+			emu_evict_note_fill(d, t, j->maps[i].va, j->maps[i].len);
+	}
+	if (j->advise)
+		advise_answered(d, j);
+	if (j->uffd >= 0)
+		close(j->uffd);
+	free(j);
+}
+
+void emu_faults_deliver(struct emu_daemon *d, uint64_t now)
+{
+	struct emu_fault_job **p = &d->due, *ready = NULL, **tail = &ready;
+
+	/* Unlink the due ones first: delivering may queue new jobs (a raced completion
+	 * goes back to the fault port). Oldest first keeps answers in request order. */
+	while (*p) {
+		struct emu_fault_job *j = *p;
+
+		if (j->due_ns <= now) {
+			*p = j->next;
+			j->next = NULL;
+			*tail = j;
+			tail = &j->next;
+		} else {
+			p = &j->next;
+		}
+	}
+	/* d->due is newest first: reverse, so answers reach nic/ in request order. */
+	for (struct emu_fault_job *prev = NULL, *j = ready; j; ) {
+		struct emu_fault_job *next = j->next;
+
+		j->next = prev;
+		prev = j;
+		ready = j;
+		j = next;
+	}
+	while (ready) {
+		struct emu_fault_job *j = ready;
+
+		ready = j->next;
+		deliver(d, j, now);
+	}
+}
+
+/* At stop: every request the thread answered is delivered now, delay or not, so nic/ can
+ * let its lingering MRs go. */
+void emu_faults_drain_all(struct emu_daemon *d)
+{
+	struct emu_fault_job *jobs[64];
+	unsigned n;
+
+	while ((n = emu_fault_take(d->fault, jobs, 64)))
+		for (unsigned i = 0; i < n; i++) {
+			jobs[i]->next = d->due;
+			d->due = jobs[i];
+		}
+	for (struct emu_fault_job *j = d->due; j; j = j->next)
+		j->due_ns = 0;
+	emu_faults_deliver(d, emu_now_ns());
+}

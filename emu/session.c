@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session — one client process on the control socket: its credentials, doorbell, event
+ * pipe, userfaultfd, and the table of objects it created. When the socket closes (exit or
+ * crash) every object is destroyed in dependency order, as the kernel does for a dead
+ * process's verbs objects: its QPs vanish, so their peers time out (RETRY_EXC_ERR).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define SESSION_MAX_OBJS (1u << 16)
+
+/* Every armed multishot poll of a session counts; the struct is freed only when the session
+ * is dead and the last poll has posted its final completion (one without F_MORE), since
+ * io_uring hands back the emu_io pointer until then. */
+void emu_session_arm(struct emu_session *s, int fd, struct emu_io *io)
+{
+	s->polls++;
+	emu_loop_poll_in(&s->d->loop, fd, io);
+}
+
+/* A poll completion of s: false when s must not be touched any more (freed). */
+static bool poll_done(struct emu_session *s, const struct io_uring_cqe *cqe, int fd,
+		      struct emu_io *io)
+{
+	if (cqe->flags & IORING_CQE_F_MORE)
+		return !s->dead;
+	s->polls--;
+	if (s->dead) {
+		if (!s->polls)
+			free(s);
+		return false;
+	}
+	emu_session_arm(s, fd, io);
+	return true;
+}
+
+static void on_sock(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_session *s = (struct emu_session *)((char *)io - offsetof(struct emu_session, sock_io));
+
+	if (!s->dead && cqe->res > 0)
+		emu_ctl_serve(s);
+	poll_done(s, cqe, s->sock, io);
+}
+
+static void on_doorbell(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_session *s = (struct emu_session *)((char *)io - offsetof(struct emu_session, db_io));
+	uint64_t v;
+
+	/* The rings are drained by the loop after every dispatch; just reset the counter. */
+	if (!s->dead && cqe->res > 0 && read(s->doorbell, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		emu_log(EMU_LOG_WARN, "session %u: doorbell read: %s", s->id, strerror(errno));
+	poll_done(s, cqe, s->doorbell, io);
+}
+
+static void on_uffd(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_session *s = (struct emu_session *)((char *)io - offsetof(struct emu_session, uffd_io));
+
+	if (!s->dead && cqe->res > 0)
+		emu_uffd_read(s);
+	poll_done(s, cqe, s->uffd, io);
+}
+
+void emu_session_set_uffd(struct emu_session *s, int uffd)
+{
+	s->uffd = uffd;
+	s->uffd_io.fn = on_uffd;
+	emu_session_arm(s, uffd, &s->uffd_io);
+}
+
+/* Only the daemon's user, its group, or root may use the device (the socket is 0660). */
+static bool peer_allowed(struct ucred *cr)
+{
+	return cr->uid == 0 || cr->uid == geteuid() || cr->gid == getegid();
+}
+
+int emu_session_accept(struct emu_daemon *d, int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	struct emu_session *s;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(&cr)) {
+		emu_log(EMU_LOG_WARN, "refused a client (uid %u): not root, the daemon's user "
+			"or group", (unsigned)cr.uid);
+		return -EPERM;
+	}
+	if (!(s = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	s->d = d;
+	s->sock = fd;
+	s->pid = cr.pid;
+	s->uid = cr.uid;
+	s->uffd = s->event_wr = -1;
+	s->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->id = d->next_client++;
+	if (s->doorbell < 0) {
+		free(s);
+		return -errno;
+	}
+	s->sock_io.fn = on_sock;
+	s->db_io.fn = on_doorbell;
+	emu_session_arm(s, fd, &s->sock_io);
+	emu_session_arm(s, s->doorbell, &s->db_io);
+	s->next = d->sessions;
+	d->sessions = s;
+	d->nsessions++;
+	d->ctr.sessions_total++;
+	emu_log(EMU_LOG_INFO, "session %u: pid %d connected", s->id, (int)s->pid);
+	return 0;
+}
+
+struct emu_session *emu_session_by_id(struct emu_daemon *d, uint32_t id)
+{
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type)
+{
+	struct emu_obj *o;
+
+	if (handle == 0 || handle >= s->nobjs)
+		return NULL;
+	o = s->objs[handle];
+	return o && o->type == type ? o : NULL;
+}
+
+struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
+{
+	uint32_t h;
+	struct emu_obj *o;
+
+	for (h = 1; h < s->nobjs && s->objs[h]; h++)
+		;
+	if (h >= s->nobjs) {
+		uint32_t n = s->nobjs ? s->nobjs * 2 : 16;
+		struct emu_obj **t;
+
+		if (n > SESSION_MAX_OBJS || !(t = realloc(s->objs, n * sizeof(*t))))
+			return NULL;
+		memset(t + s->nobjs, 0, (n - s->nobjs) * sizeof(*t));
+		s->objs = t;
+		s->nobjs = n;
+	}
+	if (!(o = calloc(1, sizeof(*o))))
+		return NULL;
+	o->type = type;
+	o->handle = h;
+	o->s = s;
+	s->objs[h] = o;
+	return o;
+}
+
+void emu_obj_free(struct emu_obj *o)
+{
+	o->s->objs[o->handle] = NULL;
+	free(o);
+}
+
+void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint32_t handle)
+{
+	struct ipc_event ev = { .type = type, .handle = handle };
+
+	if (s->event_wr < 0 || s->dead)
+		return;
+	/* Records are smaller than PIPE_BUF, so each write is whole or fails. */
+	if (write(s->event_wr, &ev, sizeof(ev)) != sizeof(ev)) {
+		s->events_dropped++;
+		s->d->ctr.events_dropped++;
+		return;
+	}
+	s->d->ctr.events_sent++;
+}
+
+/* Destroy every object: QPs first (they hold CQs, SRQs, PDs), then SRQs, CQs, MRs,
+ * channels, PDs. */
+static void destroy_all(struct emu_session *s)
+{
+	static const enum emu_obj_type order[] = { EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ,
+		EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_PD };
+
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+		for (uint32_t h = 1; h < s->nobjs; h++)
+			if (s->objs[h] && s->objs[h]->type == order[k] &&
+			    emu_obj_destroy(s->objs[h]))
+				emu_log(EMU_LOG_ERR, "session %u: object %u would not go", s->id, h);
+}
+
+static void unlink_session(struct emu_session *s)
+{
+	for (struct emu_session **p = &s->d->sessions; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	s->d->nsessions--;
+}
+
+/* Closing an fd does not end a poll armed on it (the request holds the file): remove them.
+ * Each then posts its final completion, and the last one frees the session (poll_done). */
+static void cancel_polls(struct emu_session *s)
+{
+	struct emu_io *ios[] = { &s->sock_io, &s->db_io, &s->uffd_io };
+
+	for (unsigned i = 0; i < (s->uffd >= 0 ? 3u : 2u); i++) {
+		struct io_uring_sqe *sqe = emu_loop_sqe(&s->d->loop);
+
+		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)ios[i]);
+		io_uring_sqe_set_data(sqe, NULL);
+	}
+	io_uring_submit(&s->d->loop.ring);
+}
+
+void emu_session_close(struct emu_session *s)
+{
+	if (s->dead)
+		return;
+	s->dead = true;
+	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
+	destroy_all(s);
+	unlink_session(s);
+	cancel_polls(s);
+	close(s->sock);
+	close(s->doorbell);
+	if (s->uffd >= 0)
+		close(s->uffd);
+	if (s->event_wr >= 0)
+		close(s->event_wr);
+	free(s->objs);
+	s->objs = NULL;
+	s->nobjs = 0;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs — the control ops of a session: HELLO, queries, PD, MR, advise, completion
+ * channels, CQs, injection. QPs and SRQs are in verbs_qp.c. Each handler checks its body
+ * (exact size, handles of this session, values) and replies exactly once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define PIN_TAG (1ull << 62)	/* host addresses of pinned MRs: the daemon's own mapping */
+
+/* The body must be exactly `want` bytes (variable ops check their arrays themselves). */
+#define WANT_BODY(r, type) \
+	do { \
+		if ((r)->len != sizeof(type)) \
+			return emu_reply_err((r), -EBADMSG, "%s body of %zu bytes, want %zu", \
+					     #type, (r)->len, sizeof(type)); \
+	} while (0)
+
+static int ok(struct emu_req *r, const void *body, size_t len)
+{
+	return emu_ctl_reply(r->s, r->hdr, 0, body, len, NULL, 0);
+}
+
+static int ok_fd(struct emu_req *r, const void *body, size_t len, int fd)
+{
+	int rc = emu_ctl_reply(r->s, r->hdr, 0, body, len, &fd, 1);
+
+	close(fd);	/* the client has its own copy now (or is gone) */
+	return rc;
+}
+
+/* ---- HELLO ---- */
+
+/* Is fd a userfaultfd? Anything else (a file, a pipe) would be polled and read as one. */
+static bool is_uffd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[userfaultfd]");
+}
+
+static int op_hello(struct emu_req *r)
+{
+	struct emu_session *s = r->s;
+	const struct ipc_hello_req *q = r->body;
+	struct ipc_hello_rep rep = { .session = s->id, .daemon_pid = (uint32_t)getpid() };
+	int p[2], fds[3];
+
+	WANT_BODY(r, struct ipc_hello_req);
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
+	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
+	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 1 && is_uffd(r->fds[0])) {
+		emu_session_set_uffd(s, r->fds[0]);
+		r->fds[0] = -1;
+		rep.notifier = 1;
+	}
+	s->event_wr = p[1];
+	fds[0] = p[0];
+	fds[1] = s->doorbell;
+	fds[2] = s->d->status_fd;
+	s->hello_done = true;
+	emu_ctl_reply(s, r->hdr, 0, &rep, sizeof(rep), fds, 3);
+	close(p[0]);
+	if (!s->d->port_up)
+		emu_session_event(s, ODPEMU_EVENT_PORT_ERR, 1);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+static int op_query_device(struct emu_req *r)
+{
+	const struct nic_device_attr *a = nic_attr(r->s->d->nic);
+	struct ipc_device_rep rep = {
+		.max_mr_size = a->max_mr_size, .page_size_cap = a->page_size_cap,
+		.vendor_id = a->vendor_id, .vendor_part_id = a->vendor_part_id,
+		.hw_ver = a->hw_ver, .max_qp = a->max_qp, .max_qp_wr = a->max_qp_wr,
+		.max_sge = a->max_sge, .max_cq = a->max_cq, .max_cqe = a->max_cqe,
+		.max_mr = a->max_mr, .max_pd = a->max_pd, .max_srq = a->max_srq,
+		.max_srq_wr = a->max_srq_wr, .max_srq_sge = a->max_srq_sge,
+		.max_inline_data = a->max_inline_data, .max_qp_rd_atom = a->max_qp_rd_atom,
+		.max_qp_init_rd_atom = a->max_qp_init_rd_atom, .max_pkeys = a->max_pkeys,
+		.gid_tbl_len = a->gid_tbl_len, .odp_general_caps = a->odp.general_caps,
+		.odp_rc_caps = a->odp.rc_odp_caps, .odp_uc_caps = a->odp.uc_odp_caps,
+		.odp_ud_caps = a->odp.ud_odp_caps,
+	};
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "QUERY_DEVICE has no body");
+	memcpy(&rep.node_guid, nic_gid(r->s->d->nic)->raw + 8, 8);
+	snprintf(rep.fw_ver, sizeof(rep.fw_ver), "odpemu 0.1.0");
+	return ok(r, &rep, sizeof(rep));
+}
+
+static int op_query_port(struct emu_req *r)
+{
+	struct emu_daemon *d = r->s->d;
+	struct ipc_port_rep rep = {
+		.state = d->port_up ? ODPEMU_PORT_ACTIVE : ODPEMU_PORT_DOWN,
+		.max_mtu = ODPEMU_MTU_4096, .active_mtu = d->netdev.active_mtu,
+		.netdev_mtu = d->netdev.mtu, .udp_port = d->opt.port,
+		.fault_policy = d->default_policy == NIC_FAULT_RNR ? ODPEMU_FAULT_POLICY_RNR
+								   : ODPEMU_FAULT_POLICY_STALL,
+	};
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "QUERY_PORT has no body");
+	snprintf(rep.netdev, sizeof(rep.netdev), "%s", d->netdev.name);
+	/* GID 0 is the address the device sends from; the interface's others follow. */
+	memcpy(rep.gids[0], d->gid.raw, 16);
+	rep.gid_tbl_len = 1;
+	for (unsigned i = 0; i < d->netdev.ngids && rep.gid_tbl_len < IPC_MAX_GIDS; i++)
+		if (memcmp(d->netdev.gids[i].raw, d->gid.raw, 16))
+			memcpy(rep.gids[rep.gid_tbl_len++], d->netdev.gids[i].raw, 16);
+	return ok(r, &rep, sizeof(rep));
+}
+
+/* ---- PD ---- */
+
+static int op_alloc_pd(struct emu_req *r)
+{
+	struct emu_obj *o;
+	struct ipc_handle_rep rep = { 0 };
+	int rc;
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "ALLOC_PD has no body");
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_PD)))
+		return emu_reply_err(r, -ENOMEM, "too many objects in this session");
+	if ((rc = nic_pd_alloc(r->s->d->nic, r->s->id, &o->u.pd))) {
+		emu_obj_free(o);
+		return emu_reply_err(r, rc, "alloc_pd: %s", strerror(-rc));
+	}
+	rep.handle = o->handle;
+	return ok(r, &rep, sizeof(rep));
+}
+
+static int destroy_reply(struct emu_req *r, enum emu_obj_type type, const char *what)
+{
+	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, type);
+	int rc;
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "%s has no body", what);
+	if (!o)
+		return emu_reply_err(r, -ENOENT, "%s: no such handle %u in this session", what,
+				     r->hdr->handle);
+	if ((rc = emu_obj_destroy(o)))
+		return emu_reply_err(r, rc, "%s: %s", what, rc == -EBUSY ?
+				     "still in use (destroy what uses it first)" : strerror(-rc));
+	return ok(r, NULL, 0);
+}
+
+static int op_dealloc_pd(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_PD, "dealloc_pd"); }
+static int op_dereg_mr(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_MR, "dereg_mr"); }
+static int op_destroy_channel(struct emu_req *r)
+{
+	return destroy_reply(r, EMU_OBJ_CHANNEL, "destroy_channel");
+}
+static int op_destroy_cq(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_CQ, "destroy_cq"); }
+
+/* ---- MR ---- */
+
+/* Map the client's pinned segments contiguously: the daemon's view of the pinned pages. */
+static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **out, size_t *len)
+{
+	uint64_t start = q->va & ~4095ull, end = (q->va + q->len + 4095) & ~4095ull, at = 0;
+	char *base;
+
+	if (q->nsegs != r->nfds)
+		return -EBADF;
+	base = mmap(NULL, end - start, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	if (base == MAP_FAILED)
+		return -ENOMEM;
+	for (unsigned i = 0; i < q->nsegs; i++) {
+		const struct ipc_mr_seg *g = &q->segs[i];
+
+		if (!g->len || (g->len | g->fd_offset) & 4095 || g->len > end - start - at ||
+		    mmap(base + at, g->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 r->fds[i], (off_t)g->fd_offset) == MAP_FAILED) {
+			munmap(base, end - start);
+			return -EINVAL;
+		}
+		at += g->len;
+	}
+	if (at != end - start) {
+		munmap(base, end - start);
+		return -EINVAL;
+	}
+	*out = base;
+	*len = end - start;
+	return 0;
+}
+
+static int op_reg_mr(struct emu_req *r)
+{
+	const struct ipc_reg_mr_req *q = r->body;
+	struct emu_obj *pd, *o;
+	struct nic_mr_init init;
+	struct ipc_reg_mr_rep rep = { 0 };
+	void *pin = NULL;
+	size_t pin_len = 0;
+	int rc;
+
+	if (r->len < sizeof(*q) || q->nsegs > IPC_MAX_MR_SEGS ||
+	    r->len != sizeof(*q) + q->nsegs * sizeof(q->segs[0]))
+		return emu_reply_err(r, -EBADMSG, "REG_MR body of %zu bytes does not match its "
+				     "segment count", r->len);
+	if (!(pd = emu_obj_get(r->s, q->pd, EMU_OBJ_PD)))
+		return emu_reply_err(r, -ENOENT, "reg_mr: no PD %u in this session", q->pd);
+	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access };
+	if (!(q->access & ODPEMU_ACCESS_ON_DEMAND)) {
+		if (!q->len || q->va + q->len < q->va || q->va + q->len > IOPT_VA_END)
+			return emu_reply_err(r, -EINVAL, "reg_mr: bad range");
+		if ((rc = map_pins(r, q, &pin, &pin_len)))
+			return emu_reply_err(r, rc, "reg_mr: the pinned segments do not cover the "
+					     "range (%u segments, %u fds)", q->nsegs, r->nfds);
+		init.host = PIN_TAG | ((uint64_t)(uintptr_t)pin + (q->va & 4095));
+	} else if (q->nsegs) {
+		return emu_reply_err(r, -EINVAL, "reg_mr: an ODP MR has no segments");
+	}
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_MR)))
+		rc = -ENOMEM;
+	else if ((rc = nic_mr_reg(pd->u.pd, &init, &o->u.mr.mr)))
+		emu_obj_free(o);
+	if (rc) {
+		if (pin)
+			munmap(pin, pin_len);
+		return emu_reply_err(r, rc, "reg_mr: %s", rc == -EINVAL ? "invalid access flags "
+				     "or range (remote write/atomic need local write)" : strerror(-rc));
+	}
+	o->u.mr.pin = pin;
+	o->u.mr.pin_len = pin_len;
+	o->u.mr.va = q->va;
+	o->u.mr.len = q->len;
+	o->u.mr.pd = pd;
+	pd->refs++;
+	if (pin)
+		emu_notifier_watch(r->s, q->va, q->len);
+	rep.handle = o->handle;
+	rep.lkey = nic_mr_lkey(o->u.mr.mr);
+	rep.rkey = nic_mr_rkey(o->u.mr.mr);
+	return ok(r, &rep, sizeof(rep));
+}
+
+/* The MR of this session whose lkey is `lkey`. */
+static struct emu_obj *mr_by_lkey(struct emu_session *s, uint32_t lkey)
+{
+	for (uint32_t h = 1; h < s->nobjs; h++)
+		if (s->objs[h] && s->objs[h]->type == EMU_OBJ_MR &&
+		    nic_mr_lkey(s->objs[h]->u.mr.mr) == lkey)
+			return s->objs[h];
+	return NULL;
+}
+
+static int op_advise_mr(struct emu_req *r)
+{
+	const struct ipc_advise_req *q = r->body;
+	struct emu_session *s = r->s;
+	int rc = 0;
+
+	WANT_BODY(r, struct ipc_advise_req);
+	if (!emu_obj_get(s, r->hdr->handle, EMU_OBJ_PD) || !q->nsge || q->nsge > IPC_MAX_ADVISE_SGE ||
+	    q->flags & ~(uint32_t)ODPEMU_ADVISE_MR_FLAG_FLUSH)
+		return emu_reply_err(r, -EINVAL, "advise_mr: bad PD, SGE count or flags");
+	s->advise_pending = 0;
+	s->advise_err = 0;
+	s->advise_waiting = true;	/* ports.c counts the requests handed out meanwhile */
+	for (unsigned i = 0; i < q->nsge && !rc; i++) {
+		struct emu_obj *mr = mr_by_lkey(s, q->sge[i].lkey);
+
+		if (!mr)
+			rc = -EINVAL;
+		else
+			rc = nic_mr_advise(mr->u.mr.mr, q->advice, q->sge[i].addr, q->sge[i].length,
+					   emu_now_ns());
+	}
+	s->advise_waiting = false;
+	if (rc < 0)
+		return emu_reply_err(r, rc, "advise_mr: %s", rc == -EOPNOTSUPP ? "not an ODP MR" :
+				     rc == -ERANGE ? "range outside the MR" : strerror(-rc));
+	if (!(q->flags & ODPEMU_ADVISE_MR_FLAG_FLUSH) || !s->advise_pending)
+		return ok(r, NULL, 0);
+	s->advise_hdr = *r->hdr;	/* answered by ports.c when the last request is */
+	return 0;
+}
+
+/* ---- completion channels, CQs ---- */
+
+static int op_create_channel(struct emu_req *r)
+{
+	struct emu_obj *o;
+	struct ipc_handle_rep rep = { 0 };
+	int p[2];
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "CREATE_CHANNEL has no body");
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_CHANNEL))) {
+		close(p[0]);
+		close(p[1]);
+		return emu_reply_err(r, -ENOMEM, "too many objects");
+	}
+	o->u.ch.wr_fd = p[1];
+	rep.handle = o->handle;
+	return ok_fd(r, &rep, sizeof(rep), p[0]);
+}
+
+static int op_create_cq(struct emu_req *r)
+{
+	const struct ipc_create_cq_req *q = r->body;
+	struct emu_obj *o, *ch = NULL;
+	struct ipc_create_cq_rep rep = { 0 };
+	uint32_t size;
+	int rc, fd;
+
+	WANT_BODY(r, struct ipc_create_cq_req);
+	if (q->channel && !(ch = emu_obj_get(r->s, q->channel, EMU_OBJ_CHANNEL)))
+		return emu_reply_err(r, -ENOENT, "create_cq: no channel %u", q->channel);
+	if (!q->cqe || q->cqe > nic_attr(r->s->d->nic)->max_cqe)
+		return emu_reply_err(r, -EINVAL, "create_cq: cqe %u not in 1..%u", q->cqe,
+				     nic_attr(r->s->d->nic)->max_cqe);
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_CQ)))
+		return emu_reply_err(r, -ENOMEM, "too many objects");
+	size = ipc_pow2(q->cqe);
+	if ((rc = nic_cq_create(r->s->d->nic, q->cqe, &o->u.cq.cq))) {
+		emu_obj_free(o);
+		return emu_reply_err(r, rc, "create_cq: %s", strerror(-rc));
+	}
+	if ((rc = emu_ring_map(o, ipc_ring_bytes(size, ipc_cq_slot()), &fd))) {
+		nic_cq_destroy(o->u.cq.cq);
+		emu_obj_free(o);
+		return emu_reply_err(r, rc, "create_cq: ring: %s", strerror(-rc));
+	}
+	emu_ring_setup(&o->u.cq.ring, o->map, 0, size, ipc_cq_slot());
+	o->u.cq.channel = ch;
+	if (ch)
+		ch->refs++;
+	rep.handle = o->handle;
+	rep.cqe = size;
+	rep.map_len = (uint32_t)o->map_len;
+	return ok_fd(r, &rep, sizeof(rep), fd);
+}
+
+/* ---- injection ---- */
+
+static int op_inject(struct emu_req *r)
+{
+	const struct ipc_inject_req *q = r->body;
+	char key[sizeof(q->key) + 1], value[sizeof(q->value) + 1], err[128] = "";
+	int rc;
+
+	WANT_BODY(r, struct ipc_inject_req);
+	memcpy(key, q->key, sizeof(q->key));
+	key[sizeof(q->key)] = 0;
+	memcpy(value, q->value, sizeof(q->value));
+	value[sizeof(q->value)] = 0;
+	if ((rc = emu_daemon_set_knob(r->s->d, key, value, err, sizeof(err))))
+		return emu_reply_err(r, rc, "%s", err);
+	emu_log(EMU_LOG_INFO, "session %u set %s=%s", r->s->id, key, value);
+	return ok(r, NULL, 0);
+}
+
+/* ---- destroy ---- */
+
+static void unref(struct emu_obj *o)
+{
+	if (o)
+		o->refs--;
+}
+
+int emu_obj_destroy(struct emu_obj *o)
+{
+	int rc = 0;
+
+	if (o->refs)
+		return -EBUSY;
+	switch (o->type) {
+	case EMU_OBJ_PD:
+		rc = nic_pd_dealloc(o->u.pd);
+		break;
+	case EMU_OBJ_MR:
+		if (!(rc = nic_mr_dereg(o->u.mr.mr))) {
+			if (o->u.mr.pin)
+				munmap(o->u.mr.pin, o->u.mr.pin_len);
+			unref(o->u.mr.pd);
+		}
+		break;
+	case EMU_OBJ_CHANNEL:
+		close(o->u.ch.wr_fd);
+		break;
+	case EMU_OBJ_CQ:
+		if (!(rc = nic_cq_destroy(o->u.cq.cq)))
+			unref(o->u.cq.channel);
+		break;
+	case EMU_OBJ_SRQ:
+	case EMU_OBJ_QP:
+		rc = emu_qp_srq_destroy(o);
+		break;
+	}
+	if (rc)
+		return rc;
+	if (o->map)
+		munmap(o->map, o->map_len);
+	emu_obj_free(o);
+	return 0;
+}
+
+/* ---- the op table ---- */
+
+emu_op_fn emu_op_handler(unsigned op)
+{
+	static const emu_op_fn table[IPC_OP_MAX] = {
+		[IPC_HELLO] = op_hello, [IPC_QUERY_DEVICE] = op_query_device,
+		[IPC_QUERY_PORT] = op_query_port, [IPC_ALLOC_PD] = op_alloc_pd,
+		[IPC_DEALLOC_PD] = op_dealloc_pd, [IPC_REG_MR] = op_reg_mr,
+		[IPC_DEREG_MR] = op_dereg_mr, [IPC_ADVISE_MR] = op_advise_mr,
+		[IPC_CREATE_CHANNEL] = op_create_channel,
+		[IPC_DESTROY_CHANNEL] = op_destroy_channel, [IPC_CREATE_CQ] = op_create_cq,
+		[IPC_DESTROY_CQ] = op_destroy_cq, [IPC_CREATE_SRQ] = emu_op_create_srq,
+		[IPC_MODIFY_SRQ] = emu_op_modify_srq, [IPC_DESTROY_SRQ] = emu_op_destroy_srq,
+		[IPC_CREATE_QP] = emu_op_create_qp, [IPC_MODIFY_QP] = emu_op_modify_qp,
+		[IPC_QUERY_QP] = emu_op_query_qp, [IPC_DESTROY_QP] = emu_op_destroy_qp,
+		[IPC_COUNTERS] = emu_op_counters, [IPC_INJECT] = op_inject,
+	};
+
+	return op < IPC_OP_MAX ? table[op] : NULL;
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/* harness — see harness.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct h_env *live;	/* what the exit handlers tear down */
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "harness: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* Run a shell command quietly; its status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	return system(cmd);
+}
+
+static void on_signal(int sig)
+{
+	if (live)
+		h_down(live);
+	signal(sig, SIG_DFL);
+	if (sig == SIGALRM)
+		fprintf(stderr, "harness: watchdog expired, test took too long\n");
+	raise(sig == SIGALRM ? SIGTERM : sig);
+}
+
+static void on_exit_cleanup(void)
+{
+	if (live)
+		h_down(live);
+}
+
+/* Namespaces of earlier runs whose test process is gone (killed with SIGKILL). */
+static void remove_stale_netns(void)
+{
+	FILE *f = popen("ip netns list 2>/dev/null", "r");
+	char line[128];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		int pid;
+		char side;
+
+		if (sscanf(line, "odpt%d%c", &pid, &side) == 2 && kill(pid, 0) && errno == ESRCH)
+			sh("ip netns del odpt%d%c", pid, side);
+	}
+	pclose(f);
+}
+
+static void setup_netns(struct h_env *e)
+{
+	int id = getpid();
+	unsigned sub = (unsigned)id % 250 + 1;
+
+	remove_stale_netns();
+	for (int i = 0; i < 2; i++) {
+		snprintf(e->host[i].ns, sizeof(e->host[i].ns), "odpt%d%c", id, 'a' + i);
+		snprintf(e->host[i].addr, sizeof(e->host[i].addr), "10.201.%u.%d", sub, i + 1);
+	}
+	if (sh("ip netns add %s", e->host[0].ns) || sh("ip netns add %s", e->host[1].ns) ||
+	    sh("ip link add odv%da type veth peer name odv%db", id, id) ||
+	    sh("ip link set odv%da netns %s", id, e->host[0].ns) ||
+	    sh("ip link set odv%db netns %s", id, e->host[1].ns))
+		die("cannot create the test hosts (ip netns / veth)");
+	for (int i = 0; i < 2; i++)
+		if (sh("ip -n %s link set lo up", e->host[i].ns) ||
+		    sh("ip -n %s link set odv%d%c mtu 9000 up", e->host[i].ns, id, 'a' + i) ||
+		    sh("ip -n %s addr add %s/24 dev odv%d%c", e->host[i].ns, e->host[i].addr, id,
+		       'a' + i))
+			die("cannot configure host %d", i);
+}
+
+void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_b,
+	  unsigned watchdog_s)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->rundir, sizeof(e->rundir), "/tmp/odpemu-test-XXXXXX");
+	if (!mkdtemp(e->rundir))
+		die("mkdtemp: %s", strerror(errno));
+	setenv("ODPEMU_RUNDIR", e->rundir, 1);
+	live = e;
+	atexit(on_exit_cleanup);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGALRM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	alarm(watchdog_s);
+	e->netns = geteuid() == 0 && !getenv("ODPEMU_TEST_NO_NETNS") && sh("ip netns list") == 0;
+	e->port = 4791;
+	if (e->netns) {
+		setup_netns(e);
+	} else {
+		e->port = 20000 + (unsigned)getpid() % 20000;
+		strcpy(e->host[0].addr, "127.0.0.1");
+		strcpy(e->host[1].addr, "127.0.0.2");
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(e->host[i].name, sizeof(e->host[i].name), "odp%c", 'a' + i);
+		snprintf(e->host[i].log, sizeof(e->host[i].log), "%s/%s.stderr", e->rundir,
+			 e->host[i].name);
+		if (h_daemon_start(e, i, i ? extra_b : extra_a))
+			die("daemon %d did not start", i);
+	}
+}
+
+static const char *daemon_path(void)
+{
+	const char *p = getenv("ODPEMUD");
+
+	return p && *p ? p : "odpemud";
+}
+
+static void exec_daemon(struct h_env *e, int i, const char *const *extra)
+{
+	const char *argv[48];
+	char port[16];
+	int n = 0, fd = open(e->host[i].log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	snprintf(port, sizeof(port), "%u", e->port);
+	if (e->netns) {
+		argv[n++] = "ip";
+		argv[n++] = "netns";
+		argv[n++] = "exec";
+		argv[n++] = e->host[i].ns;
+	}
+	argv[n++] = daemon_path();
+	argv[n++] = "--foreground";
+	argv[n++] = "--name";
+	argv[n++] = e->host[i].name;
+	argv[n++] = "--addr";
+	argv[n++] = e->host[i].addr;
+	argv[n++] = "--port";
+	argv[n++] = port;
+	argv[n++] = "--rundir";
+	argv[n++] = e->rundir;
+	argv[n++] = "--log-level";
+	argv[n++] = "debug";
+	for (int k = 0; extra && extra[k] && n < 46; k++)
+		argv[n++] = extra[k];
+	argv[n] = NULL;
+	execvp(argv[0], (char *const *)argv);
+	fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+int h_daemon_start(struct h_env *e, int i, const char *const *extra)
+{
+	char sock[300];
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		exec_daemon(e, i, extra);
+	e->host[i].pid = pid;
+	snprintf(sock, sizeof(sock), "%s/%s.sock", e->rundir, e->host[i].name);
+	for (int k = 0; k < 500; k++) {		/* up to 5 s */
+		int st;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (access(sock, F_OK) == 0)
+			return 0;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			e->host[i].pid = 0;
+			h_show_log(e, i);
+			return -1;
+		}
+		nanosleep(&ts, NULL);
+	}
+	h_show_log(e, i);
+	return -1;
+}
+
+int h_daemon_stop(struct h_env *e, int i, int sig)
+{
+	pid_t pid = e->host[i].pid;
+	int st = -1;
+
+	if (pid <= 0)
+		return -1;
+	kill(pid, sig);
+	if (sig != SIGTERM && sig != SIGKILL && sig != SIGINT)
+		return 0;
+	for (int k = 0; k < 500; k++) {		/* up to 5 s, then force */
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			e->host[i].pid = 0;
+			return st;
+		}
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	e->host[i].pid = 0;
+	return -1;
+}
+
+void h_show_log(struct h_env *e, int i)
+{
+	char cmd[400];
+
+	fprintf(stderr, "---- %s log (tail) ----\n", e->host[i].name);
+	snprintf(cmd, sizeof(cmd), "tail -n 30 %s >&2", e->host[i].log);
+	if (system(cmd))
+		fprintf(stderr, "(no log)\n");
+}
+
+void h_down(struct h_env *e)
+{
+	live = NULL;
+	for (int i = 0; i < 2; i++)
+		h_daemon_stop(e, i, SIGTERM);
+	if (e->netns)
+		for (int i = 0; i < 2; i++)
+			sh("ip netns del %s", e->host[i].ns);
+	if (e->rundir[0])
+		sh("rm -rf %s", e->rundir);
+	e->rundir[0] = 0;
+}
+
+struct odpemu_context *h_open(struct h_env *e, int i)
+{
+	struct odpemu_device **list = odpemu_get_device_list(NULL);
+	struct odpemu_context *ctx = NULL;
+
+	for (int k = 0; list && list[k]; k++)
+		if (!strcmp(odpemu_get_device_name(list[k]), e->host[i].name))
+			ctx = odpemu_open_device(list[k]);
+	if (list)
+		odpemu_free_device_list(list);
+	if (!ctx) {
+		h_show_log(e, i);
+		die("cannot open device %s: %s", e->host[i].name, strerror(errno));
+	}
+	return ctx;
+}

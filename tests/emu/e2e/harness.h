@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * harness — two test hosts, each with a real odpemud, for the emu integration tests.
+ *
+ * As root: two network namespaces joined by a veth pair (MTU 9000), addresses 10.201.N.1
+ * and 10.201.N.2, one daemon in each. Otherwise: 127.0.0.1 and 127.0.0.2 on loopback, on a
+ * UDP port of this test's own (tests run in parallel). The control sockets go to a fresh
+ * run directory ($ODPEMU_RUNDIR is set to it), where unix sockets are reachable from any
+ * namespace, so one test process can drive both devices.
+ *
+ * Everything is torn down at exit, on SIGTERM/SIGINT (meson's timeout) and on the
+ * harness's own watchdog (SIGALRM); daemons also get SIGTERM if the test dies
+ * (PR_SET_PDEATHSIG). Every wait is bounded.
+ */
+#ifndef ODPEMU_TESTS_HARNESS_H
+#define ODPEMU_TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "odpemu/odpemu.h"
+
+struct h_host {
+	char name[16];		/* device name: odpa, odpb */
+	char addr[64];		/* its IP address */
+	char ns[32];		/* network namespace ("" without) */
+	char log[256];		/* the daemon's stderr */
+	pid_t pid;
+};
+
+struct h_env {
+	char rundir[128];
+	bool netns;
+	unsigned port;
+	struct h_host host[2];
+};
+
+/* Bring up two hosts and their daemons; extra[i] are more odpemud flags for host i (NULL-
+ * terminated, may be NULL). Exits the test with an error message on failure. watchdog_s
+ * bounds the whole test. */
+void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_b,
+	  unsigned watchdog_s);
+/* (Re)start host i's daemon; 0 or -1 (with the log printed). */
+int h_daemon_start(struct h_env *e, int i, const char *const *extra);
+/* Send sig to host i's daemon and, for SIGTERM/SIGKILL, reap it (bounded). Returns its
+ * wait status or -1. */
+int h_daemon_stop(struct h_env *e, int i, int sig);
+void h_down(struct h_env *e);
+/* The device of host i, opened. Exits on failure. */
+struct odpemu_context *h_open(struct h_env *e, int i);
+/* Print the tail of host i's daemon log (for failures). */
+void h_show_log(struct h_env *e, int i);
+
+/* ---- a connected RC (or UD) QP pair across the two hosts ---- */
+struct h_side {
+	struct odpemu_context *ctx;
+	struct odpemu_pd *pd;
+	struct odpemu_cq *cq;
+	struct odpemu_qp *qp;
+	union odpemu_gid gid;
+};
+struct h_pair {
+	struct h_side s[2];
+};
+struct h_qp_opts {
+	enum odpemu_qp_type type;	/* 0: RC */
+	enum odpemu_fault_policy policy;
+	int rnr_retry;			/* -1: 7 */
+	int retry_cnt;			/* -1: 7 */
+	int timeout;			/* -1: 14 (67 ms) */
+	int min_rnr_timer;		/* -1: 1 (10 µs) */
+	unsigned depth;			/* 0: 256 */
+};
+void h_qp_opts_default(struct h_qp_opts *o);
+/* Create PD, CQ, QP on both hosts (contexts opened if NULL) and connect them (RTS).
+ * 0 or -1 with a message. */
+int h_pair_up(struct h_env *e, struct h_pair *p, const struct h_qp_opts *o);
+void h_pair_down(struct h_pair *p);
+/* The halves of h_pair_up, for pairs split across processes: create PD/CQ/QP on s->ctx,
+ * then connect to the peer's QP (RTS). 0 or -1. */
+int h_side_up(struct h_side *s, const struct h_qp_opts *o);
+int h_side_connect(struct h_side *s, uint32_t peer_qpn, const union odpemu_gid *peer_gid,
+		   const struct h_qp_opts *o);
+/* Poll cq until n completions are in wc or timeout_ms passes; returns how many came. */
+int h_poll(struct odpemu_cq *cq, struct odpemu_wc *wc, int n, int timeout_ms);
+/* One device counter by name (device scope), or UINT64_MAX if missing. */
+unsigned long long h_counter(struct odpemu_context *ctx, enum odpemu_counter_scope scope,
+			     uint32_t id, const char *name);
+
+#endif

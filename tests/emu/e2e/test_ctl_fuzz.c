@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Malformed control requests: random bytes, truncated headers, lengths that lie, wrong
+ * versions, unknown ops, bodies of the wrong size, fds nobody asked for, requests before
+ * HELLO, and another session's handles. Each must get an error reply (or, for a datagram
+ * too short to carry a header, at least not harm anyone), and a well-behaved client of the
+ * same daemon must keep working throughout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "ipc.h"
+#include "t.h"
+
+static int raw_connect(struct h_env *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s/%s.sock", e->rundir, e->host[0].name);
+	if (strlen(path) >= sizeof(sa.sun_path))
+		exit(1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+/* Send len bytes (with nfds copies of /dev/null attached); wait up to 2 s for a reply. */
+static int exchange(int fd, const void *buf, size_t len, unsigned nfds, struct ipc_hdr *rep)
+{
+	union {
+		char c[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr a;
+	} cm;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char in[IPC_MAX_MSG];
+	int fds[16];
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		for (unsigned i = 0; i < nfds; i++)
+			fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		msg.msg_control = cm.c;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+		return -errno;
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (poll(&pfd, 1, 2000) != 1)
+		return -ETIMEDOUT;
+	if (recv(fd, in, sizeof(in), 0) < (ssize_t)sizeof(*rep))
+		return -EPIPE;
+	memcpy(rep, in, sizeof(*rep));
+	return 0;
+}
+
+static void request(int fd, uint16_t version, uint16_t op, uint32_t handle, const void *body,
+		    size_t blen, int32_t len_delta, unsigned nfds, int want, const char *what)
+{
+	char buf[IPC_MAX_MSG];
+	struct ipc_hdr h = { .version = version, .op = op, .seq = 7, .handle = handle,
+		.len = (uint32_t)((int64_t)(sizeof(h) + blen) + len_delta) }, rep;
+	int rc;
+
+	memcpy(buf, &h, sizeof(h));
+	if (blen)
+		memcpy(buf + sizeof(h), body, blen);
+	rc = exchange(fd, buf, sizeof(h) + blen, nfds, &rep);
+	T_CHECK(rc == 0, "%s: no reply (%d)", what, rc);
+	if (!rc)
+		T_CHECK(rep.status == want, "%s: status %d, want %d", what, rep.status, want);
+}
+
+static void hello(int fd)
+{
+	struct ipc_hello_req q = { IPC_VERSION, 0 };
+
+	request(fd, IPC_VERSION, IPC_HELLO, 0, &q, sizeof(q), 0, 0, 0, "HELLO");
+}
+
+/* A well-behaved client: allocates a PD and a CQ; fails the test if the daemon stopped
+ * serving. */
+static void still_serving(struct odpemu_context *ctx, const char *after)
+{
+	struct odpemu_pd *pd = odpemu_alloc_pd(ctx);
+	struct odpemu_cq *cq = odpemu_create_cq(ctx, 8, NULL, NULL, 0);
+
+	T_CHECK(pd && cq, "good client failed after %s: %m", after);
+	if (cq)
+		odpemu_destroy_cq(cq);
+	if (pd)
+		odpemu_dealloc_pd(pd);
+}
+
+static void structured(struct h_env *e, struct odpemu_context *good)
+{
+	int fd = raw_connect(e);
+	struct ipc_handle_rep dummy = { 0 };
+	struct ipc_create_cq_req cq = { .cqe = 1u << 30 };
+
+	request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, NULL, 0, 0, 0, -EPROTO, "before HELLO");
+	request(fd, 99, IPC_HELLO, 0, NULL, 0, 0, 0, -EPROTO, "wrong version");
+	request(fd, IPC_VERSION, IPC_HELLO, 0, NULL, 0, 0, 0, -EBADMSG, "HELLO without body");
+	hello(fd);
+	request(fd, IPC_VERSION, IPC_HELLO, 0, NULL, 0, 0, 0, -EPROTO, "HELLO twice");
+	request(fd, IPC_VERSION, 999, 0, NULL, 0, 0, 0, -EOPNOTSUPP, "unknown op");
+	request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, NULL, 0, 1000000, 0, -EBADMSG, "huge length");
+	request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, NULL, 0, -4, 0, -EBADMSG, "short length");
+	request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, &dummy, sizeof(dummy), 0, 0, -EBADMSG,
+		"body where none belongs");
+	request(fd, IPC_VERSION, IPC_DEALLOC_PD, 12345, NULL, 0, 0, 0, -ENOENT, "unknown handle");
+	request(fd, IPC_VERSION, IPC_CREATE_CQ, 0, &cq, sizeof(cq), 0, 0, -EINVAL, "huge CQ");
+	request(fd, IPC_VERSION, IPC_DEALLOC_PD, 1, NULL, 0, 0, 16, -ENOENT, "16 stray fds");
+	/* another session's handle: the good client's PD is handle 1 of its session */
+	{
+		struct odpemu_pd *pd = odpemu_alloc_pd(good);
+
+		request(fd, IPC_VERSION, IPC_DEALLOC_PD, pd ? pd->handle : 1, NULL, 0, 0, 0,
+			-ENOENT, "another session's PD");
+		T_CHECK(pd && odpemu_dealloc_pd(pd) == 0, "the owner can still free its PD");
+	}
+	close(fd);
+	still_serving(good, "structured bad requests");
+}
+
+static void random_bytes(struct h_env *e, struct odpemu_context *good, struct t_rng *rng)
+{
+	for (int round = 0; round < 200; round++) {
+		int fd = raw_connect(e);
+		char buf[IPC_MAX_MSG + 64];
+		size_t len = 1 + t_below(rng, sizeof(buf) - 1);
+		struct ipc_hdr rep;
+
+		if (round & 1)
+			hello(fd);
+		t_fill(rng, buf, len);
+		if (round % 4 == 3) {	/* a plausible header over random content */
+			struct ipc_hdr *h = (struct ipc_hdr *)(void *)buf;
+
+			h->version = IPC_VERSION;
+			h->op = (uint16_t)t_below(rng, IPC_OP_MAX + 2);
+			h->len = (uint32_t)len;
+		}
+		(void)exchange(fd, buf, len, (unsigned)t_below(rng, 3), &rep);
+		close(fd);
+	}
+	still_serving(good, "random requests");
+}
+
+int main(int argc, char **argv)
+{
+	struct t_rng rng = { t_seed(argc, argv, 11) };
+	struct odpemu_context *good;
+	struct h_env e;
+
+	h_up(&e, NULL, NULL, 300);
+	good = h_open(&e, 0);
+	structured(&e, good);
+	random_bytes(&e, good, &rng);
+	for (int i = 0; i < 200 && h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions") != 1; i++)
+		usleep(10000);	/* the daemon sees the closes asynchronously */
+	T_EQ(h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions"), 1, "sessions after fuzzing");
+	T_EQ(h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "pds"), 0, "PDs after fuzzing");
+	odpemu_close_device(good);
+	if (t_failures)
+		h_show_log(&e, 0);
+	h_down(&e);
+	return t_done("emu-ctl-fuzz");
+}

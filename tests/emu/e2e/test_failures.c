@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Failures as hardware shows them:
+ *  - rnr_retry 0, rnr fault policy, a slow fault handler: RNR_RETRY_EXC_ERR (ConnectX ODP
+ *    with rnr_retry 0 turns every responder fault into a QP error);
+ *  - a client killed with SIGKILL mid-traffic: the daemon frees everything it owned (the
+ *    device's object counts return to zero) and its peer's QP ends in RETRY_EXC_ERR;
+ *  - a daemon killed: its clients get DEVICE_FATAL, poll_cq fails, control calls fail with
+ *    ENODEV, and nothing hangs.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "t.h"
+
+#define LEN (4u << 20)
+#define ALL_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
+		    ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC)
+
+static void *cold(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
+		exit(1);
+	return p;
+}
+
+static int write_once(struct h_side *s, struct odpemu_mr *lmr, void *buf, uint64_t raddr,
+		      uint32_t rkey, uint32_t len, int timeout_ms)
+{
+	struct odpemu_sge sge = { (uintptr_t)buf, len, lmr->lkey };
+	struct odpemu_send_wr wr = { .opcode = ODPEMU_WR_RDMA_WRITE, .sg_list = &sge,
+		.num_sge = 1, .send_flags = ODPEMU_SEND_SIGNALED, .wr.rdma = { raddr, rkey } }, *bad;
+	struct odpemu_wc wc;
+
+	if (odpemu_post_send(s->qp, &wr, &bad))
+		return -1;
+	return h_poll(s->cq, &wc, 1, timeout_ms) == 1 ? (int)wc.status : -2;
+}
+
+static void rnr_retry_zero(struct h_env *e, struct odpemu_context **ctx)
+{
+	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
+	struct h_qp_opts o;
+	uint8_t *t = cold(LEN), *l = cold(LEN);
+	struct odpemu_mr *mr, *lmr;
+	int st;
+
+	T_EQ(odpemu_set_inject(ctx[1], "fault-delay-us", "20000"), 0, "set fault delay");
+	h_qp_opts_default(&o);
+	o.policy = ODPEMU_FAULT_POLICY_RNR;
+	o.rnr_retry = 0;
+	if (h_pair_up(e, &p, &o)) {
+		T_CHECK(0, "pair up");
+		return;
+	}
+	mr = odpemu_reg_mr(p.s[1].pd, t, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
+	lmr = odpemu_reg_mr(p.s[0].pd, l, LEN, ALL_ACCESS);	/* pinned: no local fault */
+	if (!mr || !lmr) {
+		T_CHECK(0, "reg_mr: %m");
+		return;
+	}
+	st = write_once(&p.s[0], lmr, l, (uintptr_t)t, mr->rkey, 65536, 20000);
+	T_EQ(st, ODPEMU_WC_RNR_RETRY_EXC_ERR, "WRITE into a cold ODP MR, rnr_retry 0");
+	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "rnr_naks_sent") > 0,
+		"the responder sent no RNR NAK");
+	printf("rnr_retry 0 + rnr policy + 20 ms faults: %s\n",
+	       odpemu_wc_status_str((enum odpemu_wc_status)st));
+	odpemu_set_inject(ctx[1], "fault-delay-us", "0");
+	odpemu_dereg_mr(mr);
+	odpemu_dereg_mr(lmr);
+	h_pair_down(&p);
+}
+
+/* ---- the killed client: a child process owns side 1 ---- */
+
+struct child_info {
+	uint32_t qpn, rkey;
+	uint64_t addr;
+	union odpemu_gid gid;
+};
+
+static void child(struct h_env *e, int wr_fd, int rd_fd, const struct h_qp_opts *o)
+{
+	struct h_side s = { .ctx = h_open(e, 1) };
+	uint8_t *buf = cold(LEN);
+	struct odpemu_mr *mr;
+	struct child_info ci;
+	uint32_t peer_qpn;
+	union odpemu_gid peer_gid;
+
+	if (h_side_up(&s, o) || !(mr = odpemu_reg_mr(s.pd, buf, LEN, ALL_ACCESS |
+						       ODPEMU_ACCESS_ON_DEMAND)))
+		_exit(3);
+	ci = (struct child_info){ s.qp->qp_num, mr->rkey, (uintptr_t)buf, s.gid };
+	if (write(wr_fd, &ci, sizeof(ci)) != sizeof(ci) ||
+	    read(rd_fd, &peer_qpn, 4) != 4 || read(rd_fd, &peer_gid, 16) != 16 ||
+	    h_side_connect(&s, peer_qpn, &peer_gid, o))
+		_exit(4);
+	if (write(wr_fd, "r", 1) != 1)
+		_exit(5);
+	for (;;)
+		pause();	/* serve as the target until SIGKILL */
+}
+
+static void killed_client(struct h_env *e, struct odpemu_context **ctx)
+{
+	struct h_qp_opts o;
+	struct h_side s = { .ctx = ctx[0] };
+	struct child_info ci;
+	uint8_t *l = cold(LEN);
+	struct odpemu_mr *lmr;
+	int to_child[2], from_child[2], st = 0;
+	char ready;
+	pid_t pid;
+
+	h_qp_opts_default(&o);
+	o.timeout = 10;		/* 4 ms */
+	o.retry_cnt = 2;
+	if (pipe(to_child) || pipe(from_child) || (pid = fork()) < 0)
+		exit(1);
+	if (pid == 0)
+		child(e, from_child[1], to_child[0], &o);
+	if (h_side_up(&s, &o) || !(lmr = odpemu_reg_mr(s.pd, l, LEN, ALL_ACCESS)) ||
+	    read(from_child[0], &ci, sizeof(ci)) != sizeof(ci) ||
+	    write(to_child[1], &s.qp->qp_num, 4) != 4 || write(to_child[1], &s.gid, 16) != 16 ||
+	    h_side_connect(&s, ci.qpn, &ci.gid, &o) || read(from_child[0], &ready, 1) != 1) {
+		T_CHECK(0, "killed client: setup failed");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	for (int i = 0; i < 8; i++)
+		T_EQ(write_once(&s, lmr, l, ci.addr + i * 65536u, ci.rkey, 65536, 20000),
+		     ODPEMU_WC_SUCCESS, "WRITE to the live client");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < 50 && st == 0; i++)	/* the daemon frees the session at once */
+		st = write_once(&s, lmr, l, ci.addr, ci.rkey, 4096, 20000);
+	T_EQ(st, ODPEMU_WC_RETRY_EXC_ERR, "WRITE to the killed client's QP");
+	for (int i = 0; i < 100 && h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "qps"); i++)
+		usleep(10000);
+	T_EQ(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "qps"), 0, "QPs left on host b");
+	T_EQ(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "mrs"), 0, "MRs left on host b");
+	T_EQ(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "pds"), 0, "PDs left on host b");
+	T_EQ(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "sessions"), 1, "sessions on host b");
+	printf("killed client: objects freed, peer saw %s\n",
+	       odpemu_wc_status_str((enum odpemu_wc_status)st));
+	odpemu_dereg_mr(lmr);
+	odpemu_destroy_qp(s.qp);
+	odpemu_destroy_cq(s.cq);
+	odpemu_dealloc_pd(s.pd);
+}
+
+static void killed_daemon(struct h_env *e, struct odpemu_context *ctx)
+{
+	struct odpemu_async_event ev;
+	struct odpemu_wc wc;
+	struct odpemu_cq *cq = odpemu_create_cq(ctx, 16, NULL, NULL, 0);
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	int rc, n = 0;
+
+	T_CHECK(cq != NULL, "create_cq before the kill");
+	h_daemon_stop(e, 0, SIGKILL);
+	T_CHECK(poll(&pfd, 1, 5000) == 1, "async fd not readable after the daemon died");
+	rc = odpemu_get_async_event(ctx, &ev);
+	T_CHECK(rc == 0 && ev.event_type == ODPEMU_EVENT_DEVICE_FATAL,
+		"want DEVICE_FATAL, got rc %d type %d", rc, rc ? -1 : (int)ev.event_type);
+	if (!rc)
+		odpemu_ack_async_event(&ev);
+	for (int i = 0; i < 5000 && (n = odpemu_poll_cq(cq, 1, &wc)) == 0; i++)
+		usleep(1000);
+	T_CHECK(n < 0, "poll_cq on a dead device returned %d, want < 0", n);
+	T_CHECK(odpemu_alloc_pd(ctx) == NULL && errno == ENODEV, "alloc_pd on a dead device: "
+		"errno %d, want ENODEV", errno);
+	odpemu_destroy_cq(cq);
+	printf("killed daemon: DEVICE_FATAL, poll_cq %d, alloc_pd ENODEV\n", n);
+}
+
+int main(int argc, char **argv)
+{
+	struct odpemu_context *ctx[2];
+	struct h_env e;
+
+	(void)argc;
+	(void)argv;
+	h_up(&e, NULL, NULL, 300);
+	ctx[0] = h_open(&e, 0);
+	ctx[1] = h_open(&e, 1);
+	rnr_retry_zero(&e, ctx);
+	killed_client(&e, ctx);
+	killed_daemon(&e, ctx[0]);
+	odpemu_close_device(ctx[0]);
+	odpemu_close_device(ctx[1]);
+	if (t_failures) {
+		h_show_log(&e, 0);
+		h_show_log(&e, 1);
+	}
+	h_down(&e);
+	return t_done("emu-failures");
+}
