@@ -129,8 +129,10 @@ static int create_status_page(struct emu_daemon *d)
 	if (d->status_fd < 0 || ftruncate(d->status_fd, 4096))
 		return -errno;
 	d->status = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->status_fd, 0);
-	if (d->status == MAP_FAILED)
+	if (d->status == MAP_FAILED) {
+		d->status = NULL;
 		return -errno;
+	}
 	d->status->magic = IPC_STATUS_MAGIC;
 	d->status->version = IPC_VERSION;
 	return 0;
@@ -219,10 +221,15 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 	emu_inject_init(&d->inject, opt->seed);
 	d->listen_fd = d->signal_fd = d->status_fd = -1;
 	d->next_client = 1;
-	if ((rc = apply_knobs(d)) || (rc = resolve_netdev(d)) ||
-	    (rc = emu_loop_init(&d->loop, 256)) || (rc = create_status_page(d)) ||
-	    (rc = block_signals(d)) || (rc = create_nic(d)) || (rc = open_udp(d)) ||
-	    (rc = emu_ctl_listen(d)))
+	if ((rc = apply_knobs(d))) {
+		d->usage_error = true;	/* a bad flag value: exit 2, like a bad flag */
+		return rc;
+	}
+	/* The control socket is claimed before the UDP port, so a second daemon of the same
+	 * name says so rather than that the address is taken. */
+	if ((rc = resolve_netdev(d)) || (rc = emu_loop_init(&d->loop, 256)) ||
+	    !(d->loop_ready = true) || (rc = create_status_page(d)) || (rc = block_signals(d)) || (rc = create_nic(d)) ||
+	    (rc = emu_ctl_listen(d)) || (rc = open_udp(d)))
 		return rc;
 	if ((rc = emu_fault_start(&d->inject, &d->fault))) {
 		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
@@ -329,6 +336,9 @@ void emu_daemon_stop(struct emu_daemon *d)
 		emu_session_event(s, ODPEMU_EVENT_DEVICE_FATAL, 1);
 	while (d->sessions)
 		emu_session_close(d->sessions);
+	/* Closed sessions are freed by their polls' final completions: collect them. */
+	for (int i = 0; i < 100 && d->closing_sessions && d->loop_ready; i++)
+		emu_loop_run_once(&d->loop, emu_now_ns() + 1000000);
 	if (d->fault) {
 		emu_fault_stop(d->fault);
 		emu_faults_drain_all(d);
@@ -344,6 +354,13 @@ void emu_daemon_stop(struct emu_daemon *d)
 		emu_log(EMU_LOG_WARN, "NIC objects left at exit");
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
-	emu_loop_fini(&d->loop);
+	if (d->signal_fd >= 0)
+		close(d->signal_fd);
+	if (d->status)
+		munmap(d->status, 4096);
+	if (d->status_fd >= 0)
+		close(d->status_fd);
+	if (d->loop_ready)
+		emu_loop_fini(&d->loop);
 	emu_inject_fini(&d->inject);
 }

@@ -129,7 +129,10 @@ struct emu_daemon {
 	struct emu_session *sessions;
 	uint32_t next_client;
 	unsigned nsessions;
+	unsigned closing_sessions;	/* closed, waiting for their polls to end */
 	bool port_up;
+	bool usage_error;
+	bool loop_ready;		/* emu_loop_init succeeded */		/* start failed on a bad flag value (exit 2) */
 	enum nic_fault_policy default_policy;
 	uint64_t evict_last_ns;
 	struct emu_fill fills[EMU_FILLS];

@@ -12,6 +12,7 @@
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,10 +409,11 @@ static void register_vmas(int uffd, const struct vma_vec *v, struct emu_fault_st
 	}
 }
 
-/* Runs of the present pages of [s, e) (pagemap bit 63). */
-static int add_present(struct resolver *rs, int pm_fd, uint64_t s, uint64_t e, unsigned perm)
+/* Runs of the present pages of [s, e) (pagemap bit 63), until there are `cap` runs. */
+static int add_present(struct resolver *rs, int pm_fd, uint64_t s, uint64_t e, unsigned perm,
+	size_t cap)
 {
-	while (s < e) {
+	while (s < e && rs->runs.n < cap) {
 		uint64_t want = (e - s) / PAGE < PM_CHUNK ? (e - s) / PAGE : PM_CHUNK;
 		ssize_t n = pread(pm_fd, rs->pm, want * sizeof(uint64_t),
 			(off_t)(s / PAGE * sizeof(uint64_t)));
@@ -432,6 +434,8 @@ static int add_present(struct resolver *rs, int pm_fd, uint64_t s, uint64_t e, u
 static int build_runs(struct resolver *rs, const struct iopt_req *r, int pm_fd, bool *mapped)
 {
 	uint64_t lo = r->va, hi = r->va + r->len;
+	/* A prefetch keeps the lowest runs: past one more than fit, the rest would be cut. */
+	size_t cap = r->need_len ? SIZE_MAX : EMU_FAULT_MAX_MAPS + 1;
 
 	rs->runs.n = 0;
 	*mapped = false;
@@ -446,12 +450,11 @@ static int build_runs(struct resolver *rs, const struct iopt_req *r, int pm_fd, 
 		if (!usable(v) || s >= e)
 			continue;
 		*mapped = true;
-		rc = pm_fd >= 0 ? add_present(rs, pm_fd, s, e, perm) :
+		rc = pm_fd >= 0 ? add_present(rs, pm_fd, s, e, perm, cap) :
 			add_run(&rs->runs, s, e, perm);
 		if (rc)
 			return rc;
-		/* A prefetch keeps the lowest runs: the rest would be cut anyway. */
-		if (!r->need_len && rs->runs.n > EMU_FAULT_MAX_MAPS)
+		if (rs->runs.n >= cap)
 			break;
 	}
 	return 0;

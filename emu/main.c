@@ -83,8 +83,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if ((rc = emu_daemon_start(&d, &opt))) {
+		bool usage = d.usage_error;
+
+		unsigned char code = usage ? 2 : 1;
+
 		emu_daemon_stop(&d);
-		return 1;	/* the reason was logged to stderr; the parent exits 1 */
+		if (ready_fd >= 0 && write(ready_fd, &code, 1) != 1)
+			code = 1;	/* the parent then exits 1 on end of file */
+		return code;	/* the reason was logged to stderr */
 	}
 	ready(&opt, ready_fd);
 	rc = emu_daemon_run(&d);

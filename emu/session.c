@@ -34,8 +34,10 @@ static bool poll_done(struct emu_session *s, const struct io_uring_cqe *cqe, int
 		return !s->dead;
 	s->polls--;
 	if (s->dead) {
-		if (!s->polls)
+		if (!s->polls) {
+			s->d->closing_sessions--;
 			free(s);
+		}
 		return false;
 	}
 	emu_session_arm(s, fd, io);
@@ -229,6 +231,7 @@ void emu_session_close(struct emu_session *s)
 	if (s->dead)
 		return;
 	s->dead = true;
+	s->d->closing_sessions++;
 	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
 	destroy_all(s);
 	unlink_session(s);

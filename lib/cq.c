@@ -216,10 +216,8 @@ ODPEMU_EXPORT int odpemu_poll_cq(struct odpemu_cq *pub, int num_entries, struct 
 	uint32_t prod;
 	int n = 0;
 
-	if (lib_ctx_dead(c)) {
-		errno = ENODEV;
-		return -1;
-	}
+	/* A dead daemon's last completions (the flushes of its graceful stop) are still in
+	 * the ring, which stays mapped: hand them out before reporting the death. */
 	pthread_spin_lock(&cq->lock);
 	/* acquire: the daemon wrote the slots before it published prod */
 	prod = atomic_load_explicit(&cq->ring.hdr->prod, memory_order_acquire);
@@ -232,7 +230,7 @@ ODPEMU_EXPORT int odpemu_poll_cq(struct odpemu_cq *pub, int num_entries, struct 
 	else
 		probe = ++cq->empty_polls % LIVE_CHECK_POLLS == 0;
 	pthread_spin_unlock(&cq->lock);
-	if (probe && !still_alive(c)) {
+	if (!n && (lib_ctx_dead(c) || (probe && !still_alive(c)))) {
 		errno = ENODEV;
 		return -1;
 	}

@@ -47,7 +47,7 @@ static int sh(const char *fmt, ...)
 static void on_signal(int sig)
 {
 	if (live)
-		h_down(live);
+		(void)h_down(live);
 	signal(sig, SIG_DFL);
 	if (sig == SIGALRM)
 		fprintf(stderr, "harness: watchdog expired, test took too long\n");
@@ -57,7 +57,7 @@ static void on_signal(int sig)
 static void on_exit_cleanup(void)
 {
 	if (live)
-		h_down(live);
+		(void)h_down(live);
 }
 
 /* Namespaces of earlier runs whose test process is gone (killed with SIGKILL). */
@@ -242,17 +242,32 @@ void h_show_log(struct h_env *e, int i)
 		fprintf(stderr, "(no log)\n");
 }
 
-void h_down(struct h_env *e)
+int h_down(struct h_env *e)
 {
+	int bad = 0;
+
 	live = NULL;
-	for (int i = 0; i < 2; i++)
-		h_daemon_stop(e, i, SIGTERM);
+	for (int i = 0; i < 2; i++) {
+		int st;
+
+		if (e->host[i].pid <= 0)
+			continue;
+		/* A graceful stop exits 0; a sanitizer report or a leak makes it non-zero. */
+		st = h_daemon_stop(e, i, SIGTERM);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "harness: daemon %s did not stop cleanly (status %#x)\n",
+				e->host[i].name, st);
+			h_show_log(e, i);
+			bad++;
+		}
+	}
 	if (e->netns)
 		for (int i = 0; i < 2; i++)
 			sh("ip netns del %s", e->host[i].ns);
 	if (e->rundir[0])
 		sh("rm -rf %s", e->rundir);
 	e->rundir[0] = 0;
+	return bad;
 }
 
 struct odpemu_context *h_open(struct h_env *e, int i)
@@ -270,4 +285,47 @@ struct odpemu_context *h_open(struct h_env *e, int i)
 		die("cannot open device %s: %s", e->host[i].name, strerror(errno));
 	}
 	return ctx;
+}
+
+int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen)
+{
+	const char *argv[40];
+	int p[2], n = 0, st = -1;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	if ((pid = fork()) == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		if (e->netns) {
+			argv[n++] = "ip";
+			argv[n++] = "netns";
+			argv[n++] = "exec";
+			argv[n++] = e->host[i].ns;
+		}
+		argv[n++] = daemon_path();
+		for (int k = 0; args[k] && n < 38; k++)
+			argv[n++] = args[k];
+		argv[n] = NULL;
+		alarm(10);	/* a daemon that should have refused to start */
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (ssize_t r; got + 1 < outlen && (r = read(p[0], out + got, outlen - 1 - got)) > 0; )
+		got += (size_t)r;
+	out[got] = 0;
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return st;
+}
+
+const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s.sock", e->rundir, e->host[i].name);
+	return buf;
 }

@@ -45,7 +45,13 @@ int h_daemon_start(struct h_env *e, int i, const char *const *extra);
 /* Send sig to host i's daemon and, for SIGTERM/SIGKILL, reap it (bounded). Returns its
  * wait status or -1. */
 int h_daemon_stop(struct h_env *e, int i, int sig);
-void h_down(struct h_env *e);
+/* Stop both daemons (SIGTERM), remove the hosts; the number of daemons that did not exit
+ * 0 (a sanitizer report, a leak, a crash). */
+int h_down(struct h_env *e);
+/* Run odpemud with args in host i's namespace to completion (bounded: 10 s), its output in
+ * out; returns the wait status. */
+int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen);
+const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len);
 /* The device of host i, opened. Exits on failure. */
 struct odpemu_context *h_open(struct h_env *e, int i);
 /* Print the tail of host i's daemon log (for failures). */

@@ -186,6 +186,6 @@ int main(int argc, char **argv)
 	odpemu_close_device(good);
 	if (t_failures)
 		h_show_log(&e, 0);
-	h_down(&e);
+	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
 	return t_done("emu-ctl-fuzz");
 }

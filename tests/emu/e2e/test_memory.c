@@ -208,6 +208,6 @@ int main(int argc, char **argv)
 		h_show_log(&e, 0);
 		h_show_log(&e, 1);
 	}
-	h_down(&e);
+	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
 	return t_done("emu-memory");
 }

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon as an operator meets it:
+ *  - a second daemon with the same name, or on the same address and port, refuses to start
+ *    and says why; bad flags are one clear line and exit status 2;
+ *  - runtime injection: fault-fail-rate 1 turns a cold ODP WRITE into REM_ACCESS_ERR;
+ *    fault-delay-us shows in the fault-latency histogram; evict-rate makes warm ODP memory
+ *    fault again during steady traffic, with every byte still right;
+ *  - per-MR and per-QP counters;
+ *  - link down/up of the test host's interface: PORT_ERR / PORT_ACTIVE events (root);
+ *  - SIGTERM with a live client: its posted receive completes WR_FLUSH_ERR, it gets
+ *    DEVICE_FATAL, and the control socket is gone.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "t.h"
+
+#define LEN (8u << 20)
+#define ALL_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
+		    ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC)
+
+static uint8_t *cold(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
+		exit(1);
+	return p;
+}
+
+static void refusals(struct h_env *e)
+{
+	char out[4096], port[16];
+	const char *same_name[] = { "--foreground", "--name", e->host[0].name, "--addr",
+		e->host[0].addr, "--rundir", e->rundir, NULL };
+	const char *same_addr[] = { "--foreground", "--name", "other", "--addr", e->host[0].addr,
+		"--port", port, "--rundir", e->rundir, NULL };
+	const char *bad_flag[] = { "--addr", "127.0.0.1", "--fault-fail-rate", "2", NULL };
+	const char *bad_delay[] = { "--foreground", "--addr", "127.0.0.1", "--fault-delay-us",
+		"sometimes", "--rundir", e->rundir, NULL };
+	int st;
+
+	snprintf(port, sizeof(port), "%u", e->port);
+	st = h_run(e, 0, same_name, out, sizeof(out));
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && strstr(out, "already running"),
+		"same name: status %#x, output: %s", st, out);
+	st = h_run(e, 0, same_addr, out, sizeof(out));
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && strstr(out, "in use"),
+		"same address: status %#x, output: %s", st, out);
+	st = h_run(e, 0, bad_flag, out, sizeof(out));
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "fault-fail-rate"),
+		"bad rate: status %#x, output: %s", st, out);
+	st = h_run(e, 0, bad_delay, out, sizeof(out));
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && strstr(out, "fault-delay-us"),
+		"bad delay: status %#x, output: %s", st, out);
+}
+
+static int write_wait(struct h_pair *p, struct odpemu_mr *lmr, void *l, uint64_t raddr,
+		      uint32_t rkey, uint32_t len)
+{
+	struct odpemu_sge sge = { (uintptr_t)l, len, lmr->lkey };
+	struct odpemu_send_wr wr = { .opcode = ODPEMU_WR_RDMA_WRITE, .sg_list = &sge,
+		.num_sge = 1, .send_flags = ODPEMU_SEND_SIGNALED, .wr.rdma = { raddr, rkey } }, *bad;
+	struct odpemu_wc wc;
+
+	if (odpemu_post_send(p->s[0].qp, &wr, &bad))
+		return -1;
+	return h_poll(p->s[0].cq, &wc, 1, 20000) == 1 ? (int)wc.status : -2;
+}
+
+static unsigned long long ctr(struct odpemu_context *c, const char *name)
+{
+	return h_counter(c, ODPEMU_COUNTERS_DEVICE, 0, name);
+}
+
+/* Sum of the fault-latency buckets at or above `us`. */
+static unsigned long long slow_faults(struct odpemu_context *c, unsigned us)
+{
+	struct odpemu_counter v[256];
+	int n = odpemu_query_counters(c, ODPEMU_COUNTERS_DEVICE, 0, v, 256);
+	unsigned long long sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		unsigned lt;
+
+		if (sscanf(v[i].name, "fault_latency_us_lt_%u", &lt) == 1 && lt > us)
+			sum += v[i].value;
+	}
+	return sum;
+}
+
+static void injection(struct h_env *e, struct odpemu_context **ctx)
+{
+	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
+	struct h_qp_opts o;
+	uint8_t *t = cold(LEN), *l = cold(LEN);
+	struct odpemu_mr *mr, *lmr;
+	unsigned long long f0, ev0;
+	struct t_rng rng = { 3 };
+	int st;
+
+	h_qp_opts_default(&o);
+	o.policy = ODPEMU_FAULT_POLICY_STALL;
+	if (h_pair_up(e, &p, &o))
+		{ T_CHECK(0, "pair up"); return; }
+	mr = odpemu_reg_mr(p.s[1].pd, t, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
+	lmr = odpemu_reg_mr(p.s[0].pd, l, LEN, ALL_ACCESS);
+	if (!mr || !lmr)
+		{ T_CHECK(0, "reg_mr: %m"); return; }
+
+	/* a slow fault shows in the histogram */
+	T_EQ(odpemu_set_inject(ctx[1], "fault-delay-us", "uniform:2000-3000"), 0, "set delay");
+	T_EQ(write_wait(&p, lmr, l, (uintptr_t)t, mr->rkey, 4096), ODPEMU_WC_SUCCESS,
+	     "WRITE with a slow fault");
+	T_CHECK(slow_faults(ctx[1], 1024) > 0, "no fault slower than 1 ms in the histogram");
+	T_EQ(odpemu_set_inject(ctx[1], "fault-delay-us", "0"), 0, "reset delay");
+	T_CHECK(odpemu_set_inject(ctx[1], "fault-delay-us", "-5") == EINVAL,
+		"a bad delay must be refused");
+	T_CHECK(odpemu_set_inject(ctx[1], "no-such-knob", "1") == EINVAL, "unknown knob refused");
+
+	/* per-MR counters */
+	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_MR, mr->handle, "page_faults") > 0,
+		"MR page_faults");
+	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_QP, p.s[1].qp->handle, "pkts_received") > 0,
+		"QP pkts_received");
+
+	/* eviction: warm pages fault again while traffic runs, and no byte is wrong */
+	for (uint32_t off = 0; off < LEN; off += 65536)
+		write_wait(&p, lmr, l, (uintptr_t)t + off, mr->rkey, 65536);
+	f0 = ctr(ctx[1], "page_faults");
+	ev0 = ctr(ctx[1], "evictions");
+	T_EQ(odpemu_set_inject(ctx[1], "evict-rate", "20000/s"), 0, "set evict rate");
+	for (int round = 0; round < 200; round++) {
+		uint32_t off = (uint32_t)t_below(&rng, LEN / 65536) * 65536;
+
+		t_fill(&rng, l + off, 65536);
+		st = write_wait(&p, lmr, l + off, (uintptr_t)t + off, mr->rkey, 65536);
+		T_EQ(st, ODPEMU_WC_SUCCESS, "WRITE under eviction");
+		T_CHECK(!memcmp(t + off, l + off, 65536), "data under eviction (round %d)", round);
+		if (st)
+			break;
+	}
+	odpemu_set_inject(ctx[1], "evict-rate", "0");
+	T_CHECK(ctr(ctx[1], "evictions") > ev0, "no eviction happened");
+	T_CHECK(ctr(ctx[1], "page_faults") > f0, "eviction caused no new fault");
+	printf("eviction: %llu pages evicted, %llu new faults in 200 warm WRITEs\n",
+	       ctr(ctx[1], "evictions") - ev0, ctr(ctx[1], "page_faults") - f0);
+
+	/* every fault fails: the cold WRITE is an access error at the peer */
+	T_EQ(odpemu_set_inject(ctx[1], "fault-fail-rate", "1"), 0, "set fail rate");
+	odpemu_dereg_mr(mr);
+	munmap(t, LEN + 4096);
+	t = cold(LEN);
+	mr = odpemu_reg_mr(p.s[1].pd, t, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
+	T_EQ(write_wait(&p, lmr, l, (uintptr_t)t, mr->rkey, 4096), ODPEMU_WC_REM_ACCESS_ERR,
+	     "WRITE with fault-fail-rate 1");
+	odpemu_set_inject(ctx[1], "fault-fail-rate", "0");
+	odpemu_dereg_mr(mr);
+	odpemu_dereg_mr(lmr);
+	h_pair_down(&p);
+	munmap(t, LEN + 4096);
+	munmap(l, LEN + 4096);
+}
+
+static bool wait_event(struct odpemu_context *c, enum odpemu_event_type want)
+{
+	struct pollfd pfd = { .fd = c->async_fd, .events = POLLIN };
+
+	for (int i = 0; i < 50; i++) {
+		struct odpemu_async_event ev;
+
+		if (poll(&pfd, 1, 100) != 1)
+			continue;
+		if (odpemu_get_async_event(c, &ev))
+			return false;
+		odpemu_ack_async_event(&ev);
+		if (ev.event_type == want)
+			return true;
+	}
+	return false;
+}
+
+static void link_events(struct h_env *e, struct odpemu_context *c)
+{
+	struct odpemu_port_attr pa;
+	char cmd[256];
+
+	if (!e->netns) {
+		printf("link events: skipped (needs root and network namespaces)\n");
+		return;
+	}
+	/* the veth of host b is "odv" + the namespace name without "odpt" (harness.c) */
+	snprintf(cmd, sizeof(cmd), "ip -n %s link set odv%.*s down", e->host[1].ns,
+		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	T_CHECK(system(cmd) == 0, "%s", cmd);
+	T_CHECK(wait_event(c, ODPEMU_EVENT_PORT_ERR), "no PORT_ERR after link down");
+	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.state == ODPEMU_PORT_DOWN,
+		"port state after link down: %s", odpemu_port_state_str(pa.state));
+	snprintf(cmd, sizeof(cmd), "ip -n %s link set odv%.*s up", e->host[1].ns,
+		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	T_CHECK(system(cmd) == 0, "%s", cmd);
+	T_CHECK(wait_event(c, ODPEMU_EVENT_PORT_ACTIVE), "no PORT_ACTIVE after link up");
+	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.state == ODPEMU_PORT_ACTIVE,
+		"port state after link up: %s", odpemu_port_state_str(pa.state));
+}
+
+static void graceful_stop(struct h_env *e, struct odpemu_context **ctx)
+{
+	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
+	struct h_qp_opts o;
+	uint8_t *buf = cold(4096);
+	struct odpemu_mr *mr;
+	struct odpemu_wc wc;
+	char sock[300];
+	int st;
+
+	h_qp_opts_default(&o);
+	if (h_pair_up(e, &p, &o) || !(mr = odpemu_reg_mr(p.s[1].pd, buf, 4096, ALL_ACCESS)))
+		{ T_CHECK(0, "setup"); return; }
+	{
+		struct odpemu_sge sge = { (uintptr_t)buf, 4096, mr->lkey };
+		struct odpemu_recv_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		T_EQ(odpemu_post_recv(p.s[1].qp, &wr, &bad), 0, "post_recv");
+	}
+	usleep(20000);		/* let the daemon take the WQE from the ring */
+	st = h_daemon_stop(e, 1, SIGTERM);
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGTERM exit status %#x", st);
+	T_CHECK(h_poll(p.s[1].cq, &wc, 1, 2000) == 1 && wc.status == ODPEMU_WC_WR_FLUSH_ERR &&
+		wc.wr_id == 9, "the posted receive was not flushed at stop");
+	T_CHECK(wait_event(ctx[1], ODPEMU_EVENT_DEVICE_FATAL), "no DEVICE_FATAL at stop");
+	T_CHECK(access(h_sock_path(e, 1, sock, sizeof(sock)), F_OK) != 0,
+		"the control socket is still there");
+	odpemu_dereg_mr(mr);
+	h_pair_down(&p);
+	munmap(buf, 4096 + 4096);
+}
+
+int main(int argc, char **argv)
+{
+	struct odpemu_context *ctx[2];
+	struct h_env e;
+
+	(void)argc;
+	(void)argv;
+	h_up(&e, NULL, NULL, 300);
+	ctx[0] = h_open(&e, 0);
+	ctx[1] = h_open(&e, 1);
+	refusals(&e);
+	injection(&e, ctx);
+	link_events(&e, ctx[1]);
+	graceful_stop(&e, ctx);
+	odpemu_close_device(ctx[0]);
+	odpemu_close_device(ctx[1]);
+	if (t_failures) {
+		h_show_log(&e, 0);
+		h_show_log(&e, 1);
+	}
+	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
+	return t_done("emu-daemon");
+}
