@@ -174,6 +174,18 @@ static void mr_counters(struct emu_obj *o, struct ctr_list *l)
 	put_hist(l, "fault_latency_us", c.fault_latency_ns + 9, IOPT_LAT_BUCKETS - 9, 0);
 }
 
+/* SIGUSR1: the device counters into the log, one "name value" per line. */
+void emu_counters_dump(struct emu_daemon *d)
+{
+	static struct ctr_list l;
+
+	l.n = 0;
+	dev_counters(d, &l);
+	emu_log(EMU_LOG_INFO, "counters of %s (%u):", d->opt.name, l.n);
+	for (unsigned i = 0; i < l.n; i++)
+		emu_log(EMU_LOG_INFO, "  %-28s %llu", l.c[i].name, (unsigned long long)l.c[i].value);
+}
+
 int emu_op_counters(struct emu_req *r)
 {
 	const struct ipc_counters_req *q = r->body;

@@ -10,7 +10,8 @@
  * Then spin for --poll-us while there is work, else announce sleep on the status page and
  * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
  * evictions). SIGTERM/SIGINT stop it: every QP goes to ERR (clients get their flush
- * completions), clients get DEVICE_FATAL, the socket is removed.
+ * completions), clients get DEVICE_FATAL, the socket is removed. SIGUSR1 writes the device
+ * counters to the log.
  */
 #include <errno.h>
 #include <signal.h>
@@ -59,8 +60,12 @@ static void on_signal(struct emu_io *io, const struct io_uring_cqe *cqe)
 	struct signalfd_siginfo si;
 
 	if (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
-		emu_log(EMU_LOG_INFO, "signal %u: stopping", si.ssi_signo);
-		d->loop.stop = true;
+		if (si.ssi_signo == SIGUSR1) {
+			emu_counters_dump(d);
+		} else {
+			emu_log(EMU_LOG_INFO, "signal %u: stopping", si.ssi_signo);
+			d->loop.stop = true;
+		}
 	}
 	if (!(cqe->flags & IORING_CQE_F_MORE))
 		emu_loop_poll_in(&d->loop, d->signal_fd, &d->signal_io);
@@ -146,6 +151,7 @@ static int block_signals(struct emu_daemon *d)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);	/* dump the counters to the log */
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return -errno;
 	signal(SIGPIPE, SIG_IGN);

@@ -208,6 +208,7 @@ void emu_notifier_watch(struct emu_session *s, uint64_t va, uint64_t len);
 
 /* ---- counters.c ---- */
 int emu_op_counters(struct emu_req *r);
+void emu_counters_dump(struct emu_daemon *d);
 
 /* ---- daemon.c ---- */
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt);

@@ -654,6 +654,8 @@ static uint64_t reserve(uint64_t n)
 	return r + P;
 }
 
+static void rm_deep(void);
+
 /* A file mapped from a directory DEEP_LEVELS x 200 characters deep: its maps line is
  * longer than the text reader's buffer and its name longer than PROCMAP_QUERY's. */
 static uint64_t map_deep(void)
@@ -665,7 +667,11 @@ static uint64_t map_deep(void)
 	memset(name, 'd', 200);
 	name[200] = '\0';
 	strcpy(deep_root, "/tmp/odpemu-fault-XXXXXX");
-	if (!mkdtemp(deep_root) || (dir = open(deep_root, O_RDONLY | O_DIRECTORY)) < 0)
+	if (!mkdtemp(deep_root))
+		return 0;
+	/* Removed on every exit() path; the child leaves with _exit() and never runs it. */
+	atexit(rm_deep);
+	if ((dir = open(deep_root, O_RDONLY | O_DIRECTORY)) < 0)
 		return 0;
 	for (int i = 0; i < DEEP_LEVELS; i++) {
 		int sub;
@@ -708,6 +714,7 @@ static void rm_deep(void)
 		close(fds[i]);
 	}
 	rmdir(deep_root);
+	deep_root[0] = '\0';
 }
 
 static void build_layout(void)
@@ -841,7 +848,6 @@ int main(int argc, char **argv)
 	stop_child();
 	close(self.maps_fd);
 	close(kid.maps_fd);
-	rm_deep();
 	rc = t_done("emu-fault");
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "inject.h"
@@ -240,19 +241,21 @@ static void test_streams(uint64_t seed)
 	emu_inject_fini(&y);
 }
 
-/* The loop thread's setters against the fault thread's draws. */
+/* The loop thread's setters against the fault thread's draws: the drawer runs until told to
+ * stop, then draws once more, and that draw must see the last setting. */
+static atomic_bool drawing_done;
+static uint64_t last_draw_ns;
+
 static void *drawer(void *arg)
 {
 	struct emu_inject *inj = arg;
-	uint64_t sum = 0;
+	struct emu_inject_draw d;
 
-	for (int i = 0; i < 100000; i++) {
-		struct emu_inject_draw d;
-
+	while (!atomic_load(&drawing_done))
 		emu_inject_draw_job(inj, &d);
-		sum += d.delay_ns;
-	}
-	return (void *)(uintptr_t)(sum != 0);
+	emu_inject_draw_job(inj, &d);
+	last_draw_ns = d.delay_ns;
+	return NULL;
 }
 
 static void test_threads(uint64_t seed)
@@ -260,7 +263,6 @@ static void test_threads(uint64_t seed)
 	struct emu_delay a = { EMU_DELAY_UNIFORM, 1, 2 }, b = { EMU_DELAY_FIXED, 3, 0 }, got;
 	struct emu_inject inj;
 	pthread_t th;
-	void *ret;
 	double p;
 
 	emu_inject_init(&inj, seed);
@@ -269,10 +271,12 @@ static void test_threads(uint64_t seed)
 		emu_inject_set_delay(&inj, i & 1 ? &a : &b);
 		emu_inject_set_fail_rate(&inj, (i % 10) / 10.0);
 	}
-	pthread_join(th, &ret);
+	atomic_store(&drawing_done, true);
+	pthread_join(th, NULL);
 	emu_inject_get(&inj, &got, &p);
 	T_CHECK(got.kind == EMU_DELAY_UNIFORM && p == 0.9, "last set wins");
-	T_CHECK(ret != NULL, "draws happened");
+	T_CHECK(last_draw_ns >= 1000 && last_draw_ns <= 2000, "a draw after the last set: %llu ns",
+		(unsigned long long)last_draw_ns);
 	emu_inject_fini(&inj);
 }
 

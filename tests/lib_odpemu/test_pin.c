@@ -220,6 +220,14 @@ static __attribute__((noinline)) void test_stack(void)
 	struct lib_vma v;
 	int rc;
 
+#ifdef __SANITIZE_THREAD__
+	/* ThreadSanitizer keeps shadow state for this thread's stack and crashes (SIGSEGV in
+	 * its runtime, not in ours) when those pages are remapped under it; the default and
+	 * ASan builds run this case. */
+	(void)buf; (void)s; (void)n; (void)why; (void)v; (void)rc;
+	printf("stack pinning: not run under ThreadSanitizer\n");
+	return;
+#endif
 	for (int i = 0; i < 256; i++)
 		buf[i] = (uint8_t)i;
 	rc = lib_pin_range((uintptr_t)buf, sizeof(buf), s, 4, &n, &why);
