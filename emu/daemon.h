@@ -129,7 +129,8 @@ struct emu_daemon {
 	struct emu_session *sessions;
 	uint32_t next_client;
 	unsigned nsessions;
-	unsigned closing_sessions;	/* closed, waiting for their polls to end */
+	unsigned closing_sessions;
+	struct emu_session *last_session;	/* ports.c's lookup cache */	/* closed, waiting for their polls to end */
 	bool port_up;
 	bool usage_error;
 	bool loop_ready;		/* emu_loop_init succeeded */		/* start failed on a bad flag value (exit 2) */

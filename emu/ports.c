@@ -20,13 +20,12 @@
 
 #define PIN_TAG (1ull << 62)
 
+/* The session of a client id, through a one-entry cache (emu_session_close clears it). */
 static struct emu_session *session_of(struct emu_daemon *d, uint32_t client)
 {
-	static struct emu_session *last;	/* the loop thread's one-entry cache */
-
-	if (last && last->id == client && !last->dead)
-		return last;
-	return last = emu_session_by_id(d, client);
+	if (d->last_session && d->last_session->id == client)
+		return d->last_session;
+	return d->last_session = emu_session_by_id(d, client);
 }
 
 static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)

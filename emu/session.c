@@ -232,6 +232,8 @@ void emu_session_close(struct emu_session *s)
 		return;
 	s->dead = true;
 	s->d->closing_sessions++;
+	if (s->d->last_session == s)
+		s->d->last_session = NULL;
 	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
 	destroy_all(s);
 	unlink_session(s);
