@@ -103,7 +103,7 @@ static int resolve_netdev(struct emu_daemon *d)
 
 static int create_nic(struct emu_daemon *d)
 {
-	struct nic_config cfg = { .gid = d->gid, .udp_sport = d->opt.port,
+	struct nic_config cfg = { .gid = d->gid, .udp_sport = d->opt.port, .udp_dport = d->opt.port,
 		.active_mtu = d->netdev.active_mtu, .fault_around = d->opt.fault_around };
 	int rc;
 

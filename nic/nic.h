@@ -83,6 +83,8 @@ struct nic_config {
 	struct nic_gid gid;		/* this device's address */
 	uint16_t udp_sport;		/* UDP source port of every packet (ICRC input);
 					 * 0: 4791 */
+	uint16_t udp_dport;		/* UDP port this device and its peers listen on
+					 * (ICRC input, both ways); 0: 4791 */
 	enum odpemu_mtu active_mtu;	/* port MTU (0: 4096) */
 	struct nic_device_attr attr;	/* limits; zero: nic_device_attr_default() */
 	struct nic_ports ports;

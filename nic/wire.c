@@ -29,42 +29,43 @@ static uint16_t sport_of(const struct nic *nic)
 	return nic->cfg.udp_sport ? nic->cfg.udp_sport : ROCE_UDP_PORT;
 }
 
-static void seal(const struct nic_gid *src, uint16_t sport, const struct nic_gid *dst,
-		 uint8_t *pkt, size_t len)
+/* The UDP destination port the ICRC covers: where the device listens and its peers send
+ * (4791 on real networks; a test setup may move both ends to another port). */
+static uint16_t dport_of(const struct nic *nic)
+{
+	return nic->cfg.udp_dport ? nic->cfg.udp_dport : ROCE_UDP_PORT;
+}
+
+/* Seal (seal true) or check the ICRC of a packet of the flow src:sport -> dst:dport. */
+static bool icrc(const struct nic_gid *src, uint16_t sport, const struct nic_gid *dst,
+		 uint16_t dport, uint8_t *pkt, size_t len, bool seal)
 {
 	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
-		struct roce_flow4 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+		struct roce_flow4 f = { .sport = sport, .dport = dport };
 
 		memcpy(&f.saddr, src->raw + 12, 4);
 		memcpy(&f.daddr, dst->raw + 12, 4);
+		if (!seal)
+			return roce_icrc4_ok(&f, pkt, len);
 		roce_icrc4_seal(&f, pkt, len);
 	} else {
-		struct roce_flow6 f = { .sport = sport, .dport = ROCE_UDP_PORT };
+		struct roce_flow6 f = { .sport = sport, .dport = dport };
 
 		memcpy(f.saddr, src->raw, 16);
 		memcpy(f.daddr, dst->raw, 16);
+		if (!seal)
+			return roce_icrc6_ok(&f, pkt, len);
 		roce_icrc6_seal(&f, pkt, len);
 	}
+	return true;
 }
 
 bool nic_icrc_ok_from(const struct nic *nic, const struct nic_gid *src, uint16_t sport,
 		      const uint8_t *pkt, size_t len)
 {
-	const struct nic_gid *dst = &nic->cfg.gid;
-
-	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
-		struct roce_flow4 f = { .sport = sport, .dport = ROCE_UDP_PORT };
-
-		memcpy(&f.saddr, src->raw + 12, 4);
-		memcpy(&f.daddr, dst->raw + 12, 4);
-		return roce_icrc4_ok(&f, pkt, len);
-	} else {
-		struct roce_flow6 f = { .sport = sport, .dport = ROCE_UDP_PORT };
-
-		memcpy(f.saddr, src->raw, 16);
-		memcpy(f.daddr, dst->raw, 16);
-		return roce_icrc6_ok(&f, pkt, len);
-	}
+	/* the check only reads the packet */
+	return icrc(src, sport, &nic->cfg.gid, dport_of(nic), (uint8_t *)(uintptr_t)pkt, len,
+		    false);
 }
 
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
@@ -75,7 +76,7 @@ int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr
 
 	if (n < 0)
 		return (int)n;
-	seal(&nic->cfg.gid, sport_of(nic), dst, nic->pkt, (size_t)n);
+	icrc(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), nic->pkt, (size_t)n, true);
 	nic->ctr.pkts_sent++;
 	qp->ctr.pkts_sent++;
 	qp->ctr.bytes_sent += (uint64_t)n;

@@ -12,6 +12,9 @@ CRC goes on the wire least-significant byte first. Both are first checked agains
 test vector (the one tshark shows as 0xb222dce0), so a scapy that disagrees with the spec is
 caught before it can agree with a broken sender.
 
+--port N: the RoCEv2 packets are those to UDP port N (default 4791); the ICRC covers that
+port as it is on the wire.
+
 Exit 0 when at least one packet was checked and all matched; 1 on any mismatch or when no
 packet was checked; 2 on a usage error or a missing scapy (Debian: python3-scapy).
 """
@@ -34,7 +37,8 @@ ROCE_PORT = 4791
 LINKTYPE_ETHERNET = 1
 ETH_P_IP, ETH_P_8021Q = 0x0800, 0x8100
 
-# The IPv4 vector (verified against rxe, scapy and tshark): RC SEND_ONLY to QP 0x11, PSN 0x123456, "hello", pad 3.
+# The IPv4 vector (verified against rxe, scapy and tshark): RC SEND_ONLY to QP 0x11,
+# PSN 0x123456, "hello", pad 3.
 VECTOR_IP = bytes.fromhex("4500003400004000401126b70a0000010a000002" "c00012b700200000"
                           "0430ffff000000118012345668656c6c6f000000" "b222dce0")
 

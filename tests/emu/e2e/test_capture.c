@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live-capture conformance: what two real daemons put on the wire is RoCEv2 as Wireshark
+ * and scapy understand it. dumpcap records host a's interface (its veth, or lo without
+ * namespaces) while every RC verb runs on pinned and ODP MRs with single- and multi-packet
+ * sizes, every byte checked. Then:
+ *  - tshark decodes every captured RoCEv2 datagram as InfiniBand (a BTH), with no malformed
+ *    packet and no expert info of error severity;
+ *  - every request and response opcode those verbs need was seen, and nothing else;
+ *  - icrc_check.py (scapy) recomputes every IPv4 ICRC and finds it equal to the wire's.
+ * Capturing needs root (or dumpcap's capabilities): without root, a capture that cannot
+ * start skips (77). $ODPEMU_CAPTURE_KEEP=path keeps a copy of the capture.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "t.h"
+
+#define BUF (64u << 10)
+#define WAIT_MS 20000
+#define CAPTURE_START_MS 10000	/* dumpcap must be capturing by then */
+#define CAPTURE_STOP_MS 10000	/* and gone this long after SIGINT */
+#define TOOL_TIMEOUT_MS 120000	/* tshark or the ICRC script on the capture */
+#define EXPERT_ERROR 0x00800000	/* Wireshark's PI_ERROR severity */
+
+/* RC opcodes (the BTH's first byte); expected ones must all appear in the capture. */
+static const struct opcode_info {
+	const char *name;
+	bool expected;
+} opcodes[256] = {
+	[0x00] = { "SEND First", true },
+	[0x01] = { "SEND Middle", true },
+	[0x02] = { "SEND Last", true },
+	[0x03] = { "SEND Last with Immediate", true },
+	[0x04] = { "SEND Only", true },
+	[0x05] = { "SEND Only with Immediate", true },
+	[0x06] = { "RDMA WRITE First", true },
+	[0x07] = { "RDMA WRITE Middle", true },
+	[0x08] = { "RDMA WRITE Last", true },
+	[0x09] = { "RDMA WRITE Last with Immediate", true },
+	[0x0A] = { "RDMA WRITE Only", true },
+	[0x0B] = { "RDMA WRITE Only with Immediate", true },
+	[0x0C] = { "RDMA READ Request", true },
+	[0x0D] = { "RDMA READ Response First", true },
+	[0x0E] = { "RDMA READ Response Middle", true },
+	[0x0F] = { "RDMA READ Response Last", true },
+	[0x10] = { "RDMA READ Response Only", true },
+	[0x11] = { "Acknowledge", true },
+	[0x12] = { "Atomic Acknowledge", true },
+	[0x13] = { "CmpSwap", true },
+	[0x14] = { "FetchAdd", true },
+	[0x16] = { "SEND Last with Invalidate", false },
+	[0x17] = { "SEND Only with Invalidate", false },
+	[0x1C] = { "FLUSH (raw: unknown to tshark 4.0)", true },
+	[0x1D] = { "ATOMIC WRITE (raw: unknown to tshark 4.0)", true },
+};
+
+static struct t_rng rng;
+
+/* ---- child processes: every one bounded, none outliving the test ---- */
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void redirect(const char *path, int fd)
+{
+	int f;
+
+	if (!path)
+		return;
+	f = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (f >= 0) {
+		dup2(f, fd);
+		close(f);
+	}
+}
+
+/* Fork argv with stdout/stderr to files (NULL: inherited). The child gets SIGTERM if the
+ * test dies first, whatever the way (the harness's watchdog included). */
+static pid_t start(const char *const *argv, const char *out, const char *err)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid != 0)
+		return pid;
+	redirect(out, 1);
+	redirect(err, 2);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)	/* the parent died before prctl */
+		_exit(127);
+	execvp(argv[0], (char *const *)argv);
+	fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Wait up to ms for pid; then SIGKILL it. Its wait status, or -1 if it had to be killed. */
+static int reap(pid_t pid, long ms)
+{
+	long long end = ms_now() + ms;
+	int st;
+
+	while (ms_now() < end) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* Run argv to completion (bounded); true if it exited 0. */
+static bool run_tool(const char *const *argv, const char *out, const char *err)
+{
+	pid_t pid = start(argv, out, err);
+	int st = pid > 0 ? reap(pid, TOOL_TIMEOUT_MS) : -1;
+
+	if (st == -1)
+		fprintf(stderr, "%s: did not finish in %d s\n", argv[0], TOOL_TIMEOUT_MS / 1000);
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void show_file(const char *path, const char *what)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	fprintf(stderr, "---- %s ----\n", what);
+	while (f && fgets(line, sizeof(line), f))
+		fputs(line, stderr);
+	if (f)
+		fclose(f);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* ---- the capture ---- */
+
+struct capture {
+	pid_t pid;
+	char file[200], err[200];	/* in the harness's run directory: removed with it */
+	char iface[32];
+	char filter[192];
+};
+
+static struct capture *live_capture;
+
+/* At exit (a failed T_CHECK path, an exit() in the harness): no dumpcap left behind. */
+static void capture_kill(void)
+{
+	if (live_capture && live_capture->pid > 0) {
+		kill(live_capture->pid, SIGKILL);
+		waitpid(live_capture->pid, NULL, 0);
+		live_capture->pid = 0;
+	}
+}
+
+/* Start dumpcap on host a's interface; true once it is capturing. */
+static bool capture_start(struct h_env *e, struct capture *c)
+{
+	const char *argv[24];
+	long long end;
+	int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (e->netns)	/* harness.c names host a's end of the veth odv<pid>a */
+		snprintf(c->iface, sizeof(c->iface), "odv%da", (int)getpid());
+	else
+		strcpy(c->iface, "lo");
+	snprintf(c->filter, sizeof(c->filter), "udp dst port %u and (host %s or host %s)",
+		 e->port, e->host[0].addr, e->host[1].addr);
+	snprintf(c->file, sizeof(c->file), "%s/capture.pcap", e->rundir);
+	snprintf(c->err, sizeof(c->err), "%s/dumpcap.stderr", e->rundir);
+	if (e->netns) {
+		argv[n++] = "ip";
+		argv[n++] = "netns";
+		argv[n++] = "exec";
+		argv[n++] = e->host[0].ns;
+	}
+	argv[n++] = "dumpcap";
+	argv[n++] = "-i";
+	argv[n++] = c->iface;
+	argv[n++] = "-f";
+	argv[n++] = c->filter;
+	argv[n++] = "-P";		/* classic pcap */
+	argv[n++] = "-w";
+	argv[n++] = c->file;
+	argv[n++] = "-a";
+	argv[n++] = "duration:300";	/* the watchdog's bound, should all else fail */
+	argv[n] = NULL;
+	c->pid = start(argv, NULL, c->err);
+	if (c->pid < 0)
+		return false;
+	live_capture = c;
+	atexit(capture_kill);
+	/* "Capturing on" comes first (even when opening the interface then fails); the file
+	 * header is written only once the socket and its filter are in place. */
+	for (end = ms_now() + CAPTURE_START_MS; ms_now() < end; sleep_ms(20)) {
+		struct stat sb;
+		int st;
+
+		if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
+			c->pid = 0;
+			show_file(c->err, "dumpcap stderr");
+			return false;
+		}
+		if (!stat(c->file, &sb) && sb.st_size >= 24 && file_has(c->err, "Capturing on")) {
+			sleep_ms(100);	/* margin for the packet socket's ring */
+			return true;
+		}
+	}
+	show_file(c->err, "dumpcap stderr (not capturing in time)");
+	capture_kill();
+	return false;
+}
+
+/* SIGINT makes dumpcap flush and close the file; true if it did in time. */
+static bool capture_stop(struct capture *c)
+{
+	int st;
+
+	sleep_ms(200);	/* the last ACKs are on the wire; let the ring drain */
+	kill(c->pid, SIGINT);
+	st = reap(c->pid, CAPTURE_STOP_MS);
+	c->pid = 0;
+	T_CHECK(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		"dumpcap did not stop cleanly on SIGINT (status %#x)", st);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
+		show_file(c->err, "dumpcap stderr");
+	return st != -1;
+}
+
+/* dumpcap's closing summary; a dropped packet would make the opcode checks meaningless. */
+static void capture_drops(const struct capture *c)
+{
+	char line[512];
+	FILE *f = fopen(c->err, "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *s = strstr(line, "dropped on interface");
+		unsigned long got, dropped;
+
+		/* "... dropped on interface 'Loopback: lo': 257/0 (pcap:0/dumpcap:0/...)" */
+		if (!s || !(s = strstr(s, "': ")) || sscanf(s + 3, "%lu/%lu", &got, &dropped) != 2)
+			continue;
+		printf("dumpcap: %lu packets received, %lu dropped\n", got, dropped);
+		T_EQ(dropped, 0, "packets dumpcap dropped");
+	}
+	if (f)
+		fclose(f);
+}
+
+/* $ODPEMU_CAPTURE_KEEP=path: keep a copy of the capture (the run directory goes away). */
+static void keep_capture(const struct capture *c)
+{
+	const char *dst = getenv("ODPEMU_CAPTURE_KEEP");
+	const char *argv[] = { "cp", c->file, dst, NULL };
+
+	if (dst && *dst)
+		T_CHECK(run_tool(argv, NULL, NULL), "cannot copy the capture to %s", dst);
+}
+
+/* ---- the verbs exchange (its data checked; the capture is checked afterwards) ---- */
+
+struct side_mem {
+	uint8_t *buf;
+	struct odpemu_mr *mr;
+};
+
+static void *fresh(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE)) {
+		perror("mmap");
+		exit(1);
+	}
+	return p;
+}
+
+static struct odpemu_mr *reg(struct odpemu_pd *pd, void *buf, bool odp)
+{
+	int acc = ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE |
+		  ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC |
+		  ODPEMU_ACCESS_FLUSH_GLOBAL | (odp ? ODPEMU_ACCESS_ON_DEMAND : 0);
+	struct odpemu_mr *mr = odpemu_reg_mr(pd, buf, BUF, acc);
+
+	T_CHECK(mr != NULL, "reg_mr (%s): %s", odp ? "odp" : "pinned", strerror(errno));
+	return mr;
+}
+
+/* Post wr on side 0 and wait for its completion; true if it succeeded. */
+static bool run(struct h_pair *p, struct odpemu_send_wr *wr, const char *what)
+{
+	struct odpemu_send_wr *bad;
+	struct odpemu_wc wc;
+	int rc;
+
+	wr->send_flags |= ODPEMU_SEND_SIGNALED;
+	rc = odpemu_post_send(p->s[0].qp, wr, &bad);
+	T_CHECK(rc == 0, "%s: post_send: %d", what, rc);
+	if (rc)
+		return false;
+	if (h_poll(p->s[0].cq, &wc, 1, WAIT_MS) != 1) {
+		T_CHECK(0, "%s: no completion", what);
+		return false;
+	}
+	T_CHECK(wc.status == ODPEMU_WC_SUCCESS, "%s: status %s (%s)", what,
+		odpemu_wc_status_str(wc.status), odpemu_vendor_err_str(wc.vendor_err));
+	return wc.status == ODPEMU_WC_SUCCESS;
+}
+
+static void post_recv(struct h_pair *p, struct side_mem *m, uint32_t len)
+{
+	struct odpemu_sge sge = { (uintptr_t)m->buf, len, m->mr->lkey };
+	struct odpemu_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	T_CHECK(odpemu_post_recv(p->s[1].qp, &wr, &bad) == 0, "post_recv");
+}
+
+static void check_recv(struct h_pair *p, uint32_t len, bool imm, const char *what)
+{
+	struct odpemu_wc wc;
+
+	if (h_poll(p->s[1].cq, &wc, 1, WAIT_MS) != 1) {
+		T_CHECK(0, "%s: no receive completion", what);
+		return;
+	}
+	T_CHECK(wc.status == ODPEMU_WC_SUCCESS, "%s: recv status %s", what,
+		odpemu_wc_status_str(wc.status));
+	T_EQ(wc.byte_len, len, what);
+	T_EQ(!!(wc.wc_flags & ODPEMU_WC_WITH_IMM), imm, what);
+	if (imm)
+		T_EQ(ntohl(wc.imm_data), 0x1234abcd, what);
+}
+
+static void check_bytes(const uint8_t *got, const uint8_t *want, size_t len, const char *what)
+{
+	T_CHECK(memcmp(got, want, len) == 0, "%s: %zu bytes differ", what, len);
+}
+
+/* WRITE, READ, SEND, SEND_WITH_IMM, WRITE_WITH_IMM of len bytes from a to b. */
+static void data_ops(struct h_pair *p, struct side_mem *a, struct side_mem *b, uint32_t len,
+		     const char *tag)
+{
+	struct odpemu_sge sge = { (uintptr_t)a->buf, len, a->mr->lkey };
+	struct odpemu_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s WRITE %u", tag, len);
+	t_fill(&rng, a->buf, len);
+	wr.opcode = ODPEMU_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)b->buf;
+	wr.wr.rdma.rkey = b->mr->rkey;
+	if (run(p, &wr, what))
+		check_bytes(b->buf, a->buf, len, what);
+
+	snprintf(what, sizeof(what), "%s READ %u", tag, len);
+	t_fill(&rng, b->buf, len);
+	wr.opcode = ODPEMU_WR_RDMA_READ;
+	if (run(p, &wr, what))
+		check_bytes(a->buf, b->buf, len, what);
+
+	snprintf(what, sizeof(what), "%s SEND %u", tag, len);
+	t_fill(&rng, a->buf, len);
+	post_recv(p, b, len);
+	wr.opcode = ODPEMU_WR_SEND;
+	if (run(p, &wr, what)) {
+		check_recv(p, len, false, what);
+		check_bytes(b->buf, a->buf, len, what);
+	}
+
+	snprintf(what, sizeof(what), "%s SEND_IMM %u", tag, len);
+	t_fill(&rng, a->buf, len);
+	post_recv(p, b, len);
+	wr.opcode = ODPEMU_WR_SEND_WITH_IMM;
+	wr.imm_data = htonl(0x1234abcd);
+	if (run(p, &wr, what)) {
+		check_recv(p, len, true, what);
+		check_bytes(b->buf, a->buf, len, what);
+	}
+
+	snprintf(what, sizeof(what), "%s WRITE_IMM %u", tag, len);
+	t_fill(&rng, a->buf, len);
+	post_recv(p, b, 0);
+	wr.opcode = ODPEMU_WR_RDMA_WRITE_WITH_IMM;
+	if (run(p, &wr, what)) {
+		check_recv(p, len, true, what);
+		check_bytes(b->buf, a->buf, len, what);
+	}
+}
+
+/* FAA, CAS, ATOMIC_WRITE and FLUSH on one word of b. */
+static void atomic_ops(struct h_pair *p, struct side_mem *a, struct side_mem *b, const char *tag)
+{
+	uint64_t *target = (uint64_t *)(void *)(b->buf + 3 * 4096 + 8);
+	uint64_t *result = (uint64_t *)(void *)a->buf;
+	struct odpemu_sge sge = { (uintptr_t)result, 8, a->mr->lkey };
+	struct odpemu_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
+	char what[96];
+
+	*target = 1000;
+	snprintf(what, sizeof(what), "%s FAA", tag);
+	wr.opcode = ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.rkey = b->mr->rkey;
+	if (run(p, &wr, what)) {
+		T_EQ(*result, 1000, "FAA old value");
+		T_EQ(*target, 1005, "FAA new value");
+	}
+	snprintf(what, sizeof(what), "%s CAS", tag);
+	wr.opcode = ODPEMU_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1005;
+	wr.wr.atomic.swap = 77;
+	if (run(p, &wr, what)) {
+		T_EQ(*result, 1005, "CAS old value");
+		T_EQ(*target, 77, "CAS swapped");
+	}
+	snprintf(what, sizeof(what), "%s ATOMIC_WRITE", tag);
+	*result = 0x0102030405060708ull;
+	memset(&wr.wr, 0, sizeof(wr.wr));
+	wr.opcode = ODPEMU_WR_ATOMIC_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)target;
+	wr.wr.rdma.rkey = b->mr->rkey;
+	if (run(p, &wr, what))
+		T_EQ(*target, 0x0102030405060708ull, "ATOMIC_WRITE value");
+	snprintf(what, sizeof(what), "%s FLUSH", tag);
+	memset(&wr.wr, 0, sizeof(wr.wr));
+	wr.opcode = ODPEMU_WR_FLUSH;
+	wr.num_sge = 0;
+	wr.wr.flush.remote_addr = (uintptr_t)b->buf;
+	wr.wr.flush.rkey = b->mr->rkey;
+	wr.wr.flush.len = 4096;
+	wr.wr.flush.type = 1;	/* global visibility */
+	run(p, &wr, what);
+}
+
+/* Every verb on one QP pair, MRs pinned or ODP (fresh memory: the responder faults). */
+static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
+		     enum odpemu_fault_policy pol)
+{
+	/* 1 B has 3 bytes of pad; 4 KiB is exactly one PMTU; 4097 B is First+Last;
+	 * 20 KiB is First, 3 x Middle, Last. */
+	static const uint32_t sizes[] = { 1, 64, 4096, 4097, 20u << 10 };
+	struct side_mem a = { fresh(BUF), NULL }, b = { fresh(BUF), NULL };
+	struct h_pair p = { 0 };
+	struct h_qp_opts o;
+	char tag[48];
+
+	h_qp_opts_default(&o);
+	o.policy = pol;
+	p.s[0].ctx = ctx[0];
+	p.s[1].ctx = ctx[1];
+	snprintf(tag, sizeof(tag), "%s/%s", odp ? "odp" : "pinned", odpemu_fault_policy_str(pol));
+	if (h_pair_up(e, &p, &o)) {
+		T_CHECK(0, "%s: pair up", tag);
+		return;
+	}
+	a.mr = reg(p.s[0].pd, a.buf, odp);
+	b.mr = reg(p.s[1].pd, b.buf, odp);
+	if (a.mr && b.mr) {
+		for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			data_ops(&p, &a, &b, sizes[i], tag);
+		atomic_ops(&p, &a, &b, tag);
+	}
+	if (a.mr)
+		odpemu_dereg_mr(a.mr);
+	if (b.mr)
+		odpemu_dereg_mr(b.mr);
+	h_pair_down(&p);
+	munmap(a.buf, BUF + 4096);
+	munmap(b.buf, BUF + 4096);
+}
+
+/* ---- what tshark makes of the capture ---- */
+
+struct decode {
+	unsigned long packets, not_ib, malformed, expert_errors, rnr_naks;
+	unsigned long seen[256];
+};
+
+/* One line of tshark -T fields: number, protocols, opcode, syndrome, malformed, severities,
+ * messages (tab separated; repeated fields comma separated). */
+static void decode_line(char *line, struct decode *d)
+{
+	char *f[7] = { 0 };
+	unsigned long op;
+	int n = 0;
+
+	line[strcspn(line, "\n")] = 0;
+	for (char *s = line, *tab; n < 7; s = tab + 1) {
+		f[n++] = s;
+		if (!(tab = strchr(s, '\t')))
+			break;
+		*tab = 0;
+	}
+	if (n < 3)
+		return;
+	d->packets++;
+	if (!strstr(f[1], ":infiniband") || !*f[2]) {
+		d->not_ib++;
+		T_CHECK(0, "frame %s (%s) is not decoded as RoCEv2/InfiniBand", f[0], f[1]);
+		return;
+	}
+	op = strtoul(f[2], NULL, 0);
+	d->seen[op & 0xff]++;
+	if (n > 3 && *f[3] && ((strtoul(f[3], NULL, 0) >> 5) & 3) == 1)
+		d->rnr_naks++;
+	if (n > 4 && *f[4]) {
+		d->malformed++;
+		T_CHECK(0, "frame %s (opcode %#lx) is malformed: %s", f[0], op, n > 6 ? f[6] : "");
+	}
+	for (char *s = n > 5 ? f[5] : NULL, *end; s && *s; s = *end ? end + 1 : end) {
+		unsigned long sev = strtoul(s, &end, 0);
+
+		if (sev >= EXPERT_ERROR) {
+			d->expert_errors++;
+			T_CHECK(0, "frame %s (opcode %#lx): expert info of severity %#lx: %s",
+				f[0], op, sev, n > 6 ? f[6] : "");
+			break;
+		}
+		end += strcspn(end, ",");
+	}
+}
+
+static bool decode_capture(struct h_env *e, const char *file, struct decode *d)
+{
+	/* tshark guesses what an InfiniBand payload carries; random test data then looks like,
+	 * say, an Ethernet frame (bytes 2-3 zero: eth_over_ib) and comes out "malformed". The
+	 * headers are what this test checks: the payload stays opaque. */
+	static const char *const payload_heuristics[] = { "eth_over_ib", "mellanox_eoib",
+		"smcr_infiniband", "smb_direct_infiniband", "nvme_rdma", "lnet_ib",
+		"iser_infiniband", "sdp_infiniband", "fc_infiniband" };
+	static const char *const fields[] = { "frame.number", "frame.protocols",
+		"infiniband.bth.opcode", "infiniband.aeth.syndrome", "_ws.malformed",
+		"_ws.expert.severity", "_ws.expert.message" };
+	char out[200], err[200], port_pref[64], line[4096];
+	const char *argv[64];
+	bool ok;
+	int n = 0;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/tshark.out", e->rundir);
+	snprintf(err, sizeof(err), "%s/tshark.stderr", e->rundir);
+	snprintf(port_pref, sizeof(port_pref), "infiniband.rroce.port:%u", e->port);
+	argv[n++] = "tshark";
+	argv[n++] = "-n";
+	argv[n++] = "-r";
+	argv[n++] = file;
+	argv[n++] = "--disable-protocol";	/* else SEND payloads can parse as RPC-over-RDMA */
+	argv[n++] = "rpcordma";
+	for (unsigned i = 0; i < sizeof(payload_heuristics) / sizeof(payload_heuristics[0]); i++) {
+		argv[n++] = "--disable-heuristic";
+		argv[n++] = payload_heuristics[i];
+	}
+	argv[n++] = "-o";		/* RoCEv2 on this test's port (4791 in namespaces) */
+	argv[n++] = port_pref;
+	argv[n++] = "-T";
+	argv[n++] = "fields";
+	argv[n++] = "-E";
+	argv[n++] = "occurrence=a";
+	for (unsigned i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		argv[n++] = "-e";
+		argv[n++] = fields[i];
+	}
+	argv[n] = NULL;
+	ok = run_tool(argv, out, err);
+	T_CHECK(ok, "tshark could not read the capture");
+	if (!ok) {
+		show_file(err, "tshark stderr");
+		return false;
+	}
+	memset(d, 0, sizeof(*d));
+	f = fopen(out, "r");
+	while (f && fgets(line, sizeof(line), f))
+		decode_line(line, d);
+	if (f)
+		fclose(f);
+	return true;
+}
+
+/* The interpreter that has scapy: $PYTHON, python3, or Debian's own (python3-scapy). */
+static const char *python_with_scapy(void)
+{
+	static const char *const cands[] = { "", "python3", "/usr/bin/python3" };
+
+	for (unsigned i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+		const char *py = i ? cands[i] : getenv("PYTHON");
+		const char *argv[] = { py, "-c", "import scapy.contrib.roce", NULL };
+
+		if (py && *py && run_tool(argv, "/dev/null", "/dev/null"))
+			return py;
+	}
+	return NULL;
+}
+
+static void check_icrc(struct h_env *e, const char *file)
+{
+	const char *script = getenv("ODPEMU_ICRC_CHECK"), *py = python_with_scapy();
+	char port[16];
+
+	T_CHECK(script && *script, "$ODPEMU_ICRC_CHECK (the path of icrc_check.py) is not set: "
+		"run this test through meson test");
+	T_CHECK(py != NULL, "no python3 with scapy: apt-get install python3-scapy "
+		"(tools/dependencies.txt)");
+	if (!script || !*script || !py)
+		return;
+	snprintf(port, sizeof(port), "%u", e->port);
+	{
+		/* The ICRC covers the real UDP destination port, 4791 or the test's own. */
+		const char *argv[] = { py, script, "--port", port, file, NULL };
+
+		fflush(stdout);
+		T_CHECK(run_tool(argv, NULL, NULL), "icrc_check.py: an ICRC differs or none was "
+			"checked (%s %s --port %s CAPTURE)", py, script, port);
+	}
+}
+
+static void report(const struct decode *d)
+{
+	printf("tshark: %lu RoCEv2 packets, %lu not InfiniBand, %lu malformed, %lu expert "
+	       "errors, %lu RNR NAKs\n", d->packets, d->not_ib, d->malformed, d->expert_errors,
+	       d->rnr_naks);
+	for (int op = 0; op < 256; op++) {
+		if (d->seen[op])
+			printf("  opcode 0x%02x %-42s %5lu\n", op,
+			       opcodes[op].name ? opcodes[op].name : "(unexpected)", d->seen[op]);
+		if (opcodes[op].expected)
+			T_CHECK(d->seen[op] > 0, "opcode 0x%02x (%s) never on the wire", op,
+				opcodes[op].name);
+		else
+			T_CHECK(d->seen[op] == 0, "opcode 0x%02x (%s) on the wire %lu times: no "
+				"verb here sends it", op, opcodes[op].name ? opcodes[op].name :
+				"not an RC opcode", d->seen[op]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct odpemu_context *ctx[2];
+	struct capture cap;
+	struct decode d;
+	struct h_env e;
+	long long t0 = ms_now(), t1, t2;
+
+	rng.s = t_seed(argc, argv, 11);
+	h_up(&e, NULL, NULL, 300);
+	if (!capture_start(&e, &cap)) {
+		if (geteuid() == 0) {
+			T_CHECK(0, "dumpcap cannot capture on %s as root (see its stderr above)",
+				cap.iface);
+			h_down(&e);
+			return t_done("emu-capture");
+		}
+		fprintf(stderr, "emu-capture: skipped: dumpcap cannot capture on %s (run as root "
+			"or give dumpcap its capabilities)\n", cap.iface);
+		h_down(&e);
+		return T_SKIP;
+	}
+	printf("capturing on %s (%s), filter '%s'\n", cap.iface, e.netns ? e.host[0].ns :
+	       "no namespaces", cap.filter);
+	ctx[0] = h_open(&e, 0);
+	ctx[1] = h_open(&e, 1);
+	exchange(&e, ctx, false, ODPEMU_FAULT_POLICY_STALL);
+	exchange(&e, ctx, true, ODPEMU_FAULT_POLICY_STALL);
+	exchange(&e, ctx, true, ODPEMU_FAULT_POLICY_RNR);
+	odpemu_close_device(ctx[0]);
+	odpemu_close_device(ctx[1]);
+	t1 = ms_now();
+	if (capture_stop(&cap)) {
+		capture_drops(&cap);
+		if (decode_capture(&e, cap.file, &d))
+			report(&d);
+		check_icrc(&e, cap.file);
+	}
+	t2 = ms_now();
+	keep_capture(&cap);
+	printf("time: %lld ms exchange (capture on), %lld ms decode + ICRC\n", t1 - t0, t2 - t1);
+	if (t_failures) {
+		h_show_log(&e, 0);
+		h_show_log(&e, 1);
+	}
+	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
+	return t_done("emu-capture");
+}
