@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The daemon as an operator meets it:
+ *  - garbage datagrams are dropped and counted by reason;
  *  - a second daemon with the same name, or on the same address and port, refuses to start
  *    and says why; bad flags are one clear line and exit status 2;
  *  - runtime injection: fault-fail-rate 1 turns a cold ODP WRITE into REM_ACCESS_ERR;
@@ -11,8 +12,12 @@
  *  - SIGTERM with a live client: its posted receive completes WR_FLUSH_ERR, it gets
  *    DEVICE_FATAL, and the control socket is gone.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,65 @@ static uint8_t *cold(size_t len)
 	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
 		exit(1);
 	return p;
+}
+
+static unsigned long long ctr(struct odpemu_context *c, const char *name);
+
+/* Datagrams from host b's namespace to host a's daemon: random bytes, and well-formed
+ * headers with a wrong ICRC. */
+static void send_garbage(struct h_env *e, unsigned n)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)e->port) };
+	struct t_rng rng = { 99 };
+	uint8_t buf[2048];
+	char ns[160];
+	int fd;
+
+	if (e->netns) {
+		snprintf(ns, sizeof(ns), "/var/run/netns/%s", e->host[1].ns);
+		fd = open(ns, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(3);
+		close(fd);
+	}
+	inet_pton(AF_INET, e->host[0].addr, &to.sin_addr);
+	if ((fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0)
+		_exit(4);
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = 1 + t_below(&rng, sizeof(buf) - 1);
+
+		t_fill(&rng, buf, len);
+		if (i & 1) {		/* a plausible BTH: RC SEND_ONLY to QP 1, version 0 */
+			buf[0] = 0x04;
+			buf[1] = 0;
+			buf[5] = buf[6] = 0;
+			buf[7] = 1;
+		}
+		sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+		if (i % 64 == 63)
+			usleep(1000);	/* stay under the receive buffer */
+	}
+	_exit(0);
+}
+
+static void wire_garbage(struct h_env *e, struct odpemu_context **ctx)
+{
+	unsigned long long drops0 = ctr(ctx[0], "drop_icrc") + ctr(ctx[0], "drop_parse");
+	unsigned long long rx0 = ctr(ctx[0], "udp_rx_pkts"), drops;
+	int st = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		send_garbage(e, 2000);
+	waitpid(pid, &st, 0);
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "garbage sender failed: %#x", st);
+	for (int i = 0; i < 100 && ctr(ctx[0], "udp_rx_pkts") - rx0 < 2000; i++)
+		usleep(10000);
+	drops = ctr(ctx[0], "drop_icrc") + ctr(ctx[0], "drop_parse") - drops0;
+	T_CHECK(drops + 100 >= ctr(ctx[0], "udp_rx_pkts") - rx0 && drops >= 1900,
+		"garbage: %llu received, %llu counted as ICRC/parse drops",
+		ctr(ctx[0], "udp_rx_pkts") - rx0, drops);
+	printf("wire garbage: %llu datagrams dropped as bad ICRC or unparsable\n", drops);
 }
 
 static void refusals(struct h_env *e)
@@ -257,6 +321,7 @@ int main(int argc, char **argv)
 	ctx[0] = h_open(&e, 0);
 	ctx[1] = h_open(&e, 1);
 	refusals(&e);
+	wire_garbage(&e, ctx);
 	injection(&e, ctx);
 	link_events(&e, ctx[1]);
 	graceful_stop(&e, ctx);
