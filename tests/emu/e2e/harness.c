@@ -86,7 +86,12 @@ static void setup_netns(struct h_env *e)
 	remove_stale_netns();
 	for (int i = 0; i < 2; i++) {
 		snprintf(e->host[i].ns, sizeof(e->host[i].ns), "odpt%d%c", id, 'a' + i);
-		snprintf(e->host[i].addr, sizeof(e->host[i].addr), "10.201.%u.%d", sub, i + 1);
+		if (e->ipv6)
+			snprintf(e->host[i].addr, sizeof(e->host[i].addr), "fd00:201:%x::%d", sub,
+				 i + 1);
+		else
+			snprintf(e->host[i].addr, sizeof(e->host[i].addr), "10.201.%u.%d", sub,
+				 i + 1);
 	}
 	if (sh("ip netns add %s", e->host[0].ns) || sh("ip netns add %s", e->host[1].ns) ||
 	    sh("ip link add odv%da type veth peer name odv%db", id, id) ||
@@ -96,8 +101,8 @@ static void setup_netns(struct h_env *e)
 	for (int i = 0; i < 2; i++)
 		if (sh("ip -n %s link set lo up", e->host[i].ns) ||
 		    sh("ip -n %s link set odv%d%c mtu 9000 up", e->host[i].ns, id, 'a' + i) ||
-		    sh("ip -n %s addr add %s/24 dev odv%d%c", e->host[i].ns, e->host[i].addr, id,
-		       'a' + i))
+		    sh("ip -n %s addr add %s/%d dev odv%d%c%s", e->host[i].ns, e->host[i].addr,
+		       e->ipv6 ? 64 : 24, id, 'a' + i, e->ipv6 ? " nodad" : ""))
 			die("cannot configure host %d", i);
 }
 
@@ -117,6 +122,12 @@ void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_
 	signal(SIGPIPE, SIG_IGN);
 	alarm(watchdog_s);
 	e->netns = geteuid() == 0 && !getenv("ODPEMU_TEST_NO_NETNS") && sh("ip netns list") == 0;
+	e->ipv6 = getenv("ODPEMU_TEST_IPV6") != NULL;
+	if (e->ipv6 && !e->netns) {
+		/* loopback has one IPv6 address (::1): two hosts need the namespaces */
+		printf("IPv6 test hosts need root and network namespaces: skipped\n");
+		exit(77);
+	}
 	e->port = 4791;
 	if (e->netns) {
 		setup_netns(e);

@@ -3,7 +3,7 @@
  * harness — two test hosts, each with a real odpemud, for the emu integration tests.
  *
  * As root: two network namespaces joined by a veth pair (MTU 9000), addresses 10.201.N.1
- * and 10.201.N.2, one daemon in each. Otherwise: 127.0.0.1 and 127.0.0.2 on loopback, on a
+ * and 10.201.N.2 (fd00:201:N::1 and ::2 with $ODPEMU_TEST_IPV6), one daemon in each. Otherwise: 127.0.0.1 and 127.0.0.2 on loopback, on a
  * UDP port of this test's own (tests run in parallel). The control sockets go to a fresh
  * run directory ($ODPEMU_RUNDIR is set to it), where unix sockets are reachable from any
  * namespace, so one test process can drive both devices.
@@ -31,6 +31,7 @@ struct h_host {
 struct h_env {
 	char rundir[128];
 	bool netns;
+	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:201:N::1 and ::2 (namespaces only) */
 	unsigned port;
 	struct h_host host[2];
 };
