@@ -14,6 +14,7 @@
  * counters to the log.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +299,10 @@ int emu_daemon_run(struct emu_daemon *d)
 			busy_until = now + spin;
 		if (now < busy_until) {
 			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
+			/* Spinning: give the CPU to a runnable client or peer daemon first
+			 * (two vCPUs, three busy tasks in a ping-pong). */
+			if (rc == 0)
+				sched_yield();
 		} else {
 			atomic_store(&d->status->sleeping, 1);
 			/* Dekker with the client: it stores prod then loads sleeping; we store
