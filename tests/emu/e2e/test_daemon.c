@@ -276,6 +276,15 @@ static void link_events(struct h_env *e, struct odpemu_context *c)
 	T_CHECK(wait_event(c, ODPEMU_EVENT_PORT_ACTIVE), "no PORT_ACTIVE after link up");
 	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.state == ODPEMU_PORT_ACTIVE,
 		"port state after link up: %s", odpemu_port_state_str(pa.state));
+	/* a new address on the interface is a new GID */
+	int before = odpemu_query_port(c, 1, &pa) == 0 ? pa.gid_tbl_len : -1;
+
+	snprintf(cmd, sizeof(cmd), "ip -n %s addr add 10.202.77.7/32 dev odv%.*s", e->host[1].ns,
+		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	T_CHECK(system(cmd) == 0, "%s", cmd);
+	T_CHECK(wait_event(c, ODPEMU_EVENT_GID_CHANGE), "no GID_CHANGE after an address was added");
+	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.gid_tbl_len == before + 1,
+		"GID table after the new address: %d entries, %d before", pa.gid_tbl_len, before);
 }
 
 static void graceful_stop(struct h_env *e, struct odpemu_context **ctx)
