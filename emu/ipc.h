@@ -218,7 +218,6 @@ struct ipc_rwqe {
 struct ipc_cqe {
 	uint64_t wr_id;
 	uint32_t status, opcode, byte_len, imm_data, qp_num, src_qp, wc_flags, vendor_err;
-	uint8_t sgid[16];		/* UD receives: the sender's GID (the GRH's SGID) */
 };
 
 /* ---- CQ ---- request handle: 0, body: */

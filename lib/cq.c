@@ -180,7 +180,6 @@ static void cqe_to_wc(const void *slot, struct odpemu_wc *wc)
 	wc->qp_num = e.qp_num;
 	wc->src_qp = e.src_qp;
 	wc->wc_flags = e.wc_flags;
-	memcpy(wc->sgid.raw, e.sgid, sizeof(wc->sgid.raw));
 }
 
 static uint64_t coarse_ns(void)

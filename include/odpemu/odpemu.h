@@ -234,7 +234,6 @@ struct odpemu_wc {
 	uint16_t slid;
 	uint8_t sl;
 	uint8_t dlid_path_bits;
-	union odpemu_gid sgid;	/* odpemu: UD receives: the sender's GID (ibv: in the GRH) */
 };
 /* Up to num_entries completions: the count (>= 0), or a negative value when the device is
  * gone (daemon died: a DEVICE_FATAL event says so too). Never blocks, no system call. */
