@@ -10,7 +10,7 @@
 
 #include "daemon.h"
 
-#define MAX_CTRS 256
+#define MAX_CTRS 4096
 
 struct ctr_list {
 	struct ipc_counter c[MAX_CTRS];
@@ -66,7 +66,8 @@ static void put_iopt(struct ctr_list *l, const struct iopt_counters *c)
 	put(l, "table_bytes", c->table_bytes);
 }
 
-static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c)
+/* Events add up over time; present_pages and table_bytes are "now" (live MRs only). */
+static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c, bool gauges)
 {
 	sum->page_faults += c->page_faults;
 	sum->page_fault_pages += c->page_fault_pages;
@@ -76,16 +77,45 @@ static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c)
 	sum->fault_merged += c->fault_merged;
 	sum->fault_races += c->fault_races;
 	sum->fault_failed += c->fault_failed;
-	sum->present_pages += c->present_pages;
-	sum->table_bytes += c->table_bytes;
+	if (gauges) {
+		sum->present_pages += c->present_pages;
+		sum->table_bytes += c->table_bytes;
+	}
 }
 
-/* Device: nic/'s packet counters, the sum over live MRs and QPs, the daemon's own. */
+static void add_qp(struct nic_qp_counters *sum, const struct nic_qp_counters *q)
+{
+	sum->rnr_naks_sent += q->rnr_naks_sent;
+	sum->rnr_naks_received += q->rnr_naks_received;
+	sum->retransmits += q->retransmits;
+	sum->timeouts += q->timeouts;
+	sum->stalls += q->stalls;
+}
+
+void emu_counters_retire(struct emu_obj *o)
+{
+	struct emu_daemon *d = o->s->d;
+
+	if (o->type == EMU_OBJ_MR) {
+		struct iopt_counters c;
+
+		iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &c);
+		add_iopt(&d->retired_mr, &c, false);
+	} else if (o->type == EMU_OBJ_QP) {
+		struct nic_qp_counters q;
+
+		if (!nic_qp_counters(o->u.qp.qp, &q))
+			add_qp(&d->retired_qp, &q);
+	}
+}
+
+/* Device: nic/'s packet counters, the sums over MRs and QPs (live and destroyed: device
+ * counters never go down), the daemon's own. */
 static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 {
 	struct nic_counters nc;
-	struct iopt_counters sum = { 0 }, one;
-	struct nic_qp_counters qsum = { 0 }, q;
+	struct iopt_counters sum = d->retired_mr, one;
+	struct nic_qp_counters qsum = d->retired_qp, q;
 	struct emu_udp_stats us;
 
 	nic_counters(d->nic, &nc);
@@ -96,14 +126,10 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 
 			if (o && o->type == EMU_OBJ_MR) {
 				iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &one);
-				add_iopt(&sum, &one);
+				add_iopt(&sum, &one, true);
 			} else if (o && o->type == EMU_OBJ_QP &&
 				   !nic_qp_counters(o->u.qp.qp, &q)) {
-				qsum.rnr_naks_sent += q.rnr_naks_sent;
-				qsum.rnr_naks_received += q.rnr_naks_received;
-				qsum.retransmits += q.retransmits;
-				qsum.timeouts += q.timeouts;
-				qsum.stalls += q.stalls;
+				add_qp(&qsum, &q);
 			}
 		}
 	put(l, "sessions", d->nsessions);
@@ -191,6 +217,49 @@ void emu_counters_dump(struct emu_daemon *d)
 		emu_log(EMU_LOG_INFO, "  %-28s %llu", l.c[i].name, (unsigned long long)l.c[i].value);
 }
 
+/* The QP with this number, or the MR with this lkey, of any session. */
+static struct emu_obj *any_obj(struct emu_daemon *d, enum emu_obj_type type, uint32_t id)
+{
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		for (uint32_t h = 1; h < s->nobjs; h++) {
+			struct emu_obj *o = s->objs[h];
+
+			if (o && o->type == type && type == EMU_OBJ_QP && nic_qp_num(o->u.qp.qp) == id)
+				return o;
+			if (o && o->type == type && type == EMU_OBJ_MR && nic_mr_lkey(o->u.mr.mr) == id)
+				return o;
+		}
+	return NULL;
+}
+
+/* Every QP and MR of the device: "qp <pid>" = QP number, "mr <pid>" = lkey. */
+static void list_objects(struct emu_daemon *d, struct ctr_list *l)
+{
+	char name[IPC_CTR_NAME];
+
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		for (uint32_t h = 1; h < s->nobjs; h++) {
+			struct emu_obj *o = s->objs[h];
+
+			if (!o || (o->type != EMU_OBJ_QP && o->type != EMU_OBJ_MR))
+				continue;
+			snprintf(name, sizeof(name), "%s %d", o->type == EMU_OBJ_QP ? "qp" : "mr",
+				 (int)s->pid);
+			put(l, name, o->type == EMU_OBJ_QP ? nic_qp_num(o->u.qp.qp) :
+			    nic_mr_lkey(o->u.mr.mr));
+		}
+}
+
+/* The object a COUNTERS request names: the session's handle, or with IPC_CTR_ANY a QP
+ * number / lkey of any session. */
+static struct emu_obj *named(struct emu_req *r, const struct ipc_counters_req *q,
+			     enum emu_obj_type type)
+{
+	if (q->flags & IPC_CTR_ANY)
+		return any_obj(r->s->d, type, q->id);
+	return emu_obj_get(r->s, q->id, type);
+}
+
 int emu_op_counters(struct emu_req *r)
 {
 	const struct ipc_counters_req *q = r->body;
@@ -203,12 +272,16 @@ int emu_op_counters(struct emu_req *r)
 	if (r->len != sizeof(*q))
 		return emu_reply_err(r, -EBADMSG, "COUNTERS body of %zu bytes", r->len);
 	l.n = 0;
+	if (q->flags & ~IPC_CTR_ANY)
+		return emu_reply_err(r, -EINVAL, "counters: unknown flags %#x", q->flags);
 	if (q->scope == IPC_CTR_DEV)
 		dev_counters(r->s->d, &l);
-	else if (q->scope == IPC_CTR_QP && (o = emu_obj_get(r->s, q->id, EMU_OBJ_QP)))
+	else if (q->scope == IPC_CTR_QP && (o = named(r, q, EMU_OBJ_QP)))
 		qp_counters(o, &l);
-	else if (q->scope == IPC_CTR_MR && (o = emu_obj_get(r->s, q->id, EMU_OBJ_MR)))
+	else if (q->scope == IPC_CTR_MR && (o = named(r, q, EMU_OBJ_MR)))
 		mr_counters(o, &l);
+	else if (q->scope == IPC_CTR_LIST)
+		list_objects(r->s->d, &l);
 	else
 		return emu_reply_err(r, -ENOENT, "counters: no such scope %u / object %u in this "
 				     "session", q->scope, q->id);

@@ -204,6 +204,29 @@ int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value
 	return -EINVAL;
 }
 
+int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size_t len,
+			char *err, size_t errlen)
+{
+	struct emu_delay dl;
+	double fail;
+
+	emu_inject_get(&d->inject, &dl, &fail);
+	if (!strcmp(key, "fault-policy"))
+		snprintf(value, len, "%s", d->default_policy == NIC_FAULT_RNR ? "rnr" : "stall");
+	else if (!strcmp(key, "fault-delay-us"))
+		emu_delay_format(&dl, value, len);
+	else if (!strcmp(key, "fault-fail-rate"))
+		snprintf(value, len, "%g", fail);
+	else if (!strcmp(key, "evict-rate"))
+		snprintf(value, len, "%g/s", d->inject.evict_per_s);	/* loop thread's field */
+	else {
+		snprintf(err, errlen, "unknown knob '%s': fault-delay-us, fault-fail-rate, "
+			 "evict-rate or fault-policy", key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int apply_knobs(struct emu_daemon *d)
 {
 	const char *keys[] = { "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy" };

@@ -145,6 +145,9 @@ struct emu_daemon {
 		uint64_t invalidations_host, events_sent, events_dropped, rx_bad_src;
 		uint64_t fault_lat_us[24];	/* fault submit -> answer delivered, log2 µs */
 	} ctr;
+	/* What destroyed MRs and QPs had counted, so device counters never go down. */
+	struct iopt_counters retired_mr;
+	struct nic_qp_counters retired_qp;
 };
 
 /* ---- session.c ---- */
@@ -191,6 +194,9 @@ int emu_op_destroy_qp(struct emu_req *r);
 /* daemon.c: change an injection knob ("fault-delay-us", ...): 0 or -EINVAL with err. */
 int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value, char *err,
 			size_t errlen);
+/* The current value of a knob in its flag's syntax: 0 or -EINVAL with err. */
+int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size_t len,
+			char *err, size_t errlen);
 
 /* ---- rings.c ---- */
 int emu_ring_map(struct emu_obj *o, size_t len, int *fd_out);
@@ -210,6 +216,8 @@ void emu_notifier_watch(struct emu_session *s, uint64_t va, uint64_t len);
 /* ---- counters.c ---- */
 int emu_op_counters(struct emu_req *r);
 void emu_counters_dump(struct emu_daemon *d);
+/* An MR or QP is about to go: keep its counts in the device's totals. */
+void emu_counters_retire(struct emu_obj *o);
 
 /* ---- daemon.c ---- */
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt);

@@ -52,7 +52,7 @@
 	X(REG_MR, 6) X(DEREG_MR, 7) X(ADVISE_MR, 8) X(CREATE_CHANNEL, 9) \
 	X(DESTROY_CHANNEL, 10) X(CREATE_CQ, 11) X(DESTROY_CQ, 12) X(CREATE_SRQ, 13) \
 	X(MODIFY_SRQ, 14) X(DESTROY_SRQ, 15) X(CREATE_QP, 16) X(MODIFY_QP, 17) \
-	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21)
+	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21) X(GET_INJECT, 22)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -130,6 +130,7 @@ struct ipc_port_rep {
 	uint8_t gids[IPC_MAX_GIDS][16];
 	uint32_t udp_port;
 	uint32_t fault_policy;		/* the daemon's default (enum odpemu_fault_policy) */
+	uint64_t fault_around;		/* bytes of an ODP MR's fault-around window */
 };
 
 /* ---- PD ---- reply body: struct ipc_handle_rep */
@@ -305,7 +306,9 @@ struct ipc_counters_rep {
 };
 #define IPC_MAX_COUNTERS ((IPC_MAX_MSG - sizeof(struct ipc_hdr) - 8) / sizeof(struct ipc_counter))
 
-/* ---- runtime injection: the same words as odpemud's flags ---- */
+/* ---- runtime injection: the same words as odpemud's flags ----
+ * INJECT sets key to value; GET_INJECT (value ignored) replies with the same struct
+ * holding the current value, in the flag's syntax. */
 struct ipc_inject_req {
 	char key[32];			/* "fault-delay-us", "fault-fail-rate", "evict-rate",
 					 * "fault-policy" */

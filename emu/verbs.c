@@ -115,6 +115,7 @@ static int op_query_port(struct emu_req *r)
 		.netdev_mtu = d->netdev.mtu, .udp_port = d->opt.port,
 		.fault_policy = d->default_policy == NIC_FAULT_RNR ? ODPEMU_FAULT_POLICY_RNR
 								   : ODPEMU_FAULT_POLICY_STALL,
+		.fault_around = d->opt.fault_around ? d->opt.fault_around : IOPT_FAULT_AROUND_DEFAULT,
 	};
 
 	if (r->len)
@@ -377,6 +378,23 @@ static int op_inject(struct emu_req *r)
 	return ok(r, NULL, 0);
 }
 
+static int op_get_inject(struct emu_req *r)
+{
+	const struct ipc_inject_req *q = r->body;
+	struct ipc_inject_req rep;
+	char err[128] = "";
+	int rc;
+
+	WANT_BODY(r, struct ipc_inject_req);
+	memset(&rep, 0, sizeof(rep));
+	memcpy(rep.key, q->key, sizeof(rep.key));
+	rep.key[sizeof(rep.key) - 1] = 0;
+	if ((rc = emu_daemon_get_knob(r->s->d, rep.key, rep.value, sizeof(rep.value), err,
+				      sizeof(err))))
+		return emu_reply_err(r, rc, "%s", err);
+	return ok(r, &rep, sizeof(rep));
+}
+
 /* ---- destroy ---- */
 
 static void unref(struct emu_obj *o)
@@ -391,6 +409,8 @@ int emu_obj_destroy(struct emu_obj *o)
 
 	if (o->refs)
 		return -EBUSY;
+	if (o->type == EMU_OBJ_MR || o->type == EMU_OBJ_QP)
+		emu_counters_retire(o);
 	switch (o->type) {
 	case EMU_OBJ_PD:
 		rc = nic_pd_dealloc(o->u.pd);
@@ -438,6 +458,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_CREATE_QP] = emu_op_create_qp, [IPC_MODIFY_QP] = emu_op_modify_qp,
 		[IPC_QUERY_QP] = emu_op_query_qp, [IPC_DESTROY_QP] = emu_op_destroy_qp,
 		[IPC_COUNTERS] = emu_op_counters, [IPC_INJECT] = op_inject,
+		[IPC_GET_INJECT] = op_get_inject,
 	};
 
 	return op < IPC_OP_MAX ? table[op] : NULL;

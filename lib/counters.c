@@ -11,12 +11,15 @@ struct ctr_page {
 	struct ipc_counter c[IPC_MAX_COUNTERS];
 };
 
-static int scope_of(enum odpemu_counter_scope s, uint32_t *out)
+static int scope_of(enum odpemu_counter_scope s, struct ipc_counters_req *req)
 {
 	switch (s) {
-	case ODPEMU_COUNTERS_DEVICE: *out = IPC_CTR_DEV; return 0;
-	case ODPEMU_COUNTERS_QP: *out = IPC_CTR_QP; return 0;
-	case ODPEMU_COUNTERS_MR: *out = IPC_CTR_MR; return 0;
+	case ODPEMU_COUNTERS_DEVICE: req->scope = IPC_CTR_DEV; return 0;
+	case ODPEMU_COUNTERS_QP: req->scope = IPC_CTR_QP; return 0;
+	case ODPEMU_COUNTERS_MR: req->scope = IPC_CTR_MR; return 0;
+	case ODPEMU_COUNTERS_ANY_QP: req->scope = IPC_CTR_QP; req->flags = IPC_CTR_ANY; return 0;
+	case ODPEMU_COUNTERS_ANY_MR: req->scope = IPC_CTR_MR; req->flags = IPC_CTR_ANY; return 0;
+	case ODPEMU_COUNTERS_OBJECTS: req->scope = IPC_CTR_LIST; req->flags = IPC_CTR_ANY; return 0;
 	default: return -EINVAL;
 	}
 }
@@ -57,7 +60,7 @@ ODPEMU_EXPORT int odpemu_query_counters(struct odpemu_context *context,
 	struct ctr_page page;
 	int got = 0, rc;
 
-	if (!context || max < 0 || (max && !out) || scope_of(scope, &req.scope)) {
+	if (!context || max < 0 || (max && !out) || scope_of(scope, &req)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -72,6 +75,29 @@ ODPEMU_EXPORT int odpemu_query_counters(struct odpemu_context *context,
 		req.start += page.rep.n;
 	} while (page.rep.more && page.rep.n && got < max);
 	return got;
+}
+
+ODPEMU_EXPORT int odpemu_get_inject(struct odpemu_context *context, const char *key,
+				    char *value, size_t len)
+{
+	struct ipc_inject_req req, rep;
+	struct lib_call call = { .op = IPC_GET_INJECT, .req = &req, .req_len = sizeof(req),
+		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep) };
+	size_t n;
+	int rc;
+
+	if (!context || !key || !value || !len || strlen(key) >= sizeof(req.key))
+		return lib_fail(EINVAL);
+	memset(&req, 0, sizeof(req));
+	memcpy(req.key, key, strlen(key));
+	if ((rc = lib_call(lib_ctx(context), &call)))
+		return lib_fail(-rc);
+	n = strnlen(rep.value, sizeof(rep.value));
+	if (n >= len)
+		return lib_fail(ENOSPC);
+	memcpy(value, rep.value, n);
+	value[n] = '\0';
+	return 0;
 }
 
 ODPEMU_EXPORT int odpemu_set_inject(struct odpemu_context *context, const char *key,

@@ -106,6 +106,7 @@ struct odpemu_port_attr {
 	uint32_t netdev_mtu;		/* odpemu: the interface's MTU */
 	char netdev[64];		/* odpemu: the interface's name */
 	enum odpemu_fault_policy fault_policy;	/* odpemu: the daemon's default */
+	uint64_t fault_around;		/* odpemu: bytes one ODP page fault maps (power of 2) */
 };
 /* port_num 1 only (EINVAL otherwise). */
 int odpemu_query_port(struct odpemu_context *context, uint8_t port_num,
@@ -405,6 +406,12 @@ enum odpemu_counter_scope {
 	ODPEMU_COUNTERS_DEVICE = 0,
 	ODPEMU_COUNTERS_QP = 1,		/* id: a QP handle of this context */
 	ODPEMU_COUNTERS_MR = 2,		/* id: an MR handle of this context */
+	/* Any process's objects (for tools such as odpemu-ctl stat qp|mr): */
+	ODPEMU_COUNTERS_ANY_QP = 3,	/* id: a QP number */
+	ODPEMU_COUNTERS_ANY_MR = 4,	/* id: an MR's lkey */
+	/* The list of every QP and MR of the device: name "qp <pid>" with the QP number as
+	 * value, or "mr <pid>" with the lkey (id unused). */
+	ODPEMU_COUNTERS_OBJECTS = 5,
 };
 struct odpemu_counter {
 	char name[40];		/* page_faults, page_fault_pages, page_invalidations, ... */
@@ -418,6 +425,10 @@ int odpemu_query_counters(struct odpemu_context *context, enum odpemu_counter_sc
  * "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy"; value as on the
  * command line. 0 or errno (EINVAL: unknown key or bad value). */
 int odpemu_set_inject(struct odpemu_context *context, const char *key, const char *value);
+/* The current value of a knob, in the flag's syntax ("uniform:10-20", "0.01", "100/s",
+ * "rnr"), into value (len bytes, NUL-terminated). 0 or errno (EINVAL: unknown key;
+ * ENOSPC: len too small). */
+int odpemu_get_inject(struct odpemu_context *context, const char *key, char *value, size_t len);
 
 /* ---- names ---- */
 const char *odpemu_vendor_err_str(uint32_t vendor_err);

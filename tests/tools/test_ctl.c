@@ -53,6 +53,43 @@ static void test_list_devinfo(void)
 	expect((const char *const[]){ "devinfo", NULL }, 0, env.host[0].name);
 }
 
+/* stat qp|mr lists the objects of other processes (this one's, seen from odpemu-ctl). */
+static void test_stat_objects(void)
+{
+	struct h_side side = { .ctx = h_open(&env, 1) };
+	struct h_qp_opts o;
+	static uint8_t buf[8192];
+	struct odpemu_mr *mr;
+	char *out, want[64];
+	int rc;
+
+	h_qp_opts_default(&o);
+	if (h_side_up(&side, &o) || !(mr = odpemu_reg_mr(side.pd, buf, sizeof(buf),
+			ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_ON_DEMAND))) {
+		T_CHECK(0, "objects for stat qp|mr: %m");
+		return;
+	}
+	snprintf(want, sizeof(want), "qp %#x", side.qp->qp_num);
+	expect((const char *const[]){ "stat", "-d", env.host[1].name, "qp", NULL }, 0, want);
+	expect((const char *const[]){ "stat", "-d", env.host[1].name, "qp", NULL }, 0,
+	       "rnr_naks_received");
+	snprintf(want, sizeof(want), "mr %#x", mr->lkey);
+	expect((const char *const[]){ "stat", "-d", env.host[1].name, "mr", NULL }, 0, want);
+	rc = ctl((const char *const[]){ "stat", "-d", env.host[1].name, "mr", "--json", NULL },
+		 NULL, &out);
+	T_EQ(rc, 0, "stat mr --json exit");
+	T_EQ(tr_json_num(out, "d[\"devices\"][0][\"mrs\"][0][\"lkey\"]"), mr->lkey,
+	     "stat mr --json lkey");
+	T_CHECK(tr_json_num(out, "d[\"devices\"][0][\"mrs\"][0][\"counters\"][\"page_faults\"]")
+		>= 0, "stat mr --json has page_faults:\n%s", out);
+	free(out);
+	odpemu_dereg_mr(mr);
+	odpemu_destroy_qp(side.qp);
+	odpemu_destroy_cq(side.cq);
+	odpemu_dealloc_pd(side.pd);
+	odpemu_close_device(side.ctx);
+}
+
 static void test_stat(void)
 {
 	char *out, v[64];
@@ -68,10 +105,7 @@ static void test_stat(void)
 	T_CHECK(tr_json_num(out, "d[\"devices\"][0][\"counters\"][\"page_faults\"]") >= 0,
 		"stat --json has page_faults:\n%s", out);
 	free(out);
-	expect((const char *const[]){ "stat", "qp", NULL }, 1,
-	       "not yet: needs a cross-session query");
-	expect((const char *const[]){ "stat", "mr", NULL }, 1,
-	       "not yet: needs a cross-session query");
+	test_stat_objects();
 	expect((const char *const[]){ "stat", "bogus", NULL }, 2, "unknown object 'bogus'");
 }
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* odpemu-ctl stat — a device's counters (as `rdma stat show`), one per line or as JSON:
- * {"devices": [{"name": "odp0", "counters": {"page_faults": 12, ...}}]}. */
+/* odpemu-ctl stat — a device's counters (as `rdma stat show`), or those of every QP or MR
+ * on it (as `rdma stat show qp|mr`), one per line or as JSON:
+ * {"devices": [{"name": "odp0", "counters": {"page_faults": 12, ...}}]}, with "qps" or
+ * "mrs": [{"qp_num"|"lkey": N, "pid": P, "counters": {...}}] for stat qp|mr. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
@@ -31,12 +34,69 @@ static void print_json(struct jw *w, const char *name, const struct ctrs *s)
 	jw_end(w);
 }
 
-/* One device's counters, printed; 0 or 1. */
-static int one(struct odpemu_context *ctx, struct jw *w)
+/* One QP or MR of any process (listed as "qp PID" / "mr PID" = QP number / lkey). */
+static int object(struct odpemu_context *ctx, const struct odpemu_counter *o, bool qp,
+		  struct jw *w)
+{
+	static struct ctrs s;
+	const char *key = qp ? "qp_num" : "lkey";
+
+	if (ctrs_query(ctx, qp ? ODPEMU_COUNTERS_ANY_QP : ODPEMU_COUNTERS_ANY_MR,
+		       (uint32_t)o->value, &s))
+		return errno == ENOENT ? 0 : 1;		/* gone since the list was made */
+	if (w) {
+		jw_obj(w, NULL);
+		jw_u64(w, key, o->value);
+		jw_u64(w, "pid", strtoull(o->name + 3, NULL, 10));
+		jw_obj(w, "counters");
+		for (int i = 0; i < s.n; i++)
+			jw_u64(w, s.c[i].name, s.c[i].value);
+		jw_end(w);
+		jw_end(w);
+		return 0;
+	}
+	printf("  %s %#" PRIx64 " (pid %s)\n", qp ? "qp" : "mr", o->value, o->name + 3);
+	for (int i = 0; i < s.n; i++)
+		printf("    %-30s %" PRIu64 "\n", s.c[i].name, s.c[i].value);
+	return 0;
+}
+
+/* Every QP or MR of the device, with its counters. */
+static int objects(struct odpemu_context *ctx, const char *name, bool qp, struct jw *w)
+{
+	static struct ctrs list;
+	int rc = 0;
+
+	if (ctrs_query(ctx, ODPEMU_COUNTERS_OBJECTS, 0, &list)) {
+		fprintf(stderr, "%s: cannot list the objects of %s: %s\n", CTL_PROG, name,
+			strerror(errno));
+		return 1;
+	}
+	if (w) {
+		jw_obj(w, NULL);
+		jw_str(w, "name", name);
+		jw_arr(w, qp ? "qps" : "mrs");
+	} else {
+		printf("dev %s\n", name);
+	}
+	for (int i = 0; i < list.n; i++)
+		if (!strncmp(list.c[i].name, qp ? "qp " : "mr ", 3))
+			rc |= object(ctx, &list.c[i], qp, w);
+	if (w) {
+		jw_end(w);
+		jw_end(w);
+	}
+	return rc;
+}
+
+/* One device's counters (scope dev, qp or mr), printed; 0 or 1. */
+static int one(struct odpemu_context *ctx, const char *scope, struct jw *w)
 {
 	static struct ctrs s;
 	const char *name = odpemu_get_device_name(ctx->device);
 
+	if (strcmp(scope, "dev"))
+		return objects(ctx, name, !strcmp(scope, "qp"), w);
 	if (ctrs_query(ctx, ODPEMU_COUNTERS_DEVICE, 0, &s)) {
 		fprintf(stderr, "%s: cannot read the counters of %s: %s\n", CTL_PROG, name,
 			strerror(errno));
@@ -49,7 +109,7 @@ static int one(struct odpemu_context *ctx, struct jw *w)
 	return 0;
 }
 
-static int each_device(const char *dev, struct jw *w)
+static int each_device(const char *dev, const char *scope, struct jw *w)
 {
 	struct odpemu_device **list;
 	struct odpemu_context *ctx;
@@ -58,7 +118,7 @@ static int each_device(const char *dev, struct jw *w)
 	if (dev) {
 		if (!(ctx = tool_open(CTL_PROG, dev)))
 			return 1;
-		rc = one(ctx, w);
+		rc = one(ctx, scope, w);
 		odpemu_close_device(ctx);
 		return rc;
 	}
@@ -71,7 +131,7 @@ static int each_device(const char *dev, struct jw *w)
 			rc = 1;
 			continue;
 		}
-		rc |= one(ctx, w);
+		rc |= one(ctx, scope, w);
 		odpemu_close_device(ctx);
 	}
 	odpemu_free_device_list(list);
@@ -84,7 +144,9 @@ static int usage(void)
 	       "  dev (default): the counters of every device (or DEV): packets, page_faults,\n"
 	       "  page_fault_pages, page_invalidations, page_prefetch, rnr_naks_sent, ...,\n"
 	       "  fault_latency_us_lt_N (faults answered in under N us); docs/emu.md lists them.\n"
-	       "  The page and QP counters are sums over the MRs and QPs alive now.\n", CTL_PROG);
+	       "  The page and QP counters add up every MR and QP the device has had.\n"
+	       "  qp, mr: every QP (MR) of every process on the device, with its counters.\n",
+	       CTL_PROG);
 	return 0;
 }
 
@@ -111,20 +173,14 @@ int ctl_stat(int argc, char **argv)
 		scope = argv[optind++];
 	if (optind < argc)
 		return ctl_usage_err("stat", "unexpected argument '%s'", argv[optind]);
-	if (!strcmp(scope, "qp") || !strcmp(scope, "mr")) {
-		fprintf(stderr, "%s stat %s: not yet: needs a cross-session query (the daemon "
-			"shows %s counters only to the process that owns the %s); `%s stat` shows "
-			"the device's sums over them\n", CTL_PROG, scope, scope, scope, CTL_PROG);
-		return 1;
-	}
-	if (strcmp(scope, "dev"))
+	if (strcmp(scope, "dev") && strcmp(scope, "qp") && strcmp(scope, "mr"))
 		return ctl_usage_err("stat", "unknown object '%s' (dev, qp or mr)", scope);
 	if (json) {
 		jw_init(&w, stdout);
 		jw_obj(&w, NULL);
 		jw_arr(&w, "devices");
 	}
-	rc = each_device(dev, json ? &w : NULL);
+	rc = each_device(dev, scope, json ? &w : NULL);
 	if (json) {
 		jw_end(&w);
 		jw_end(&w);

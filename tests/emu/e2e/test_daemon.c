@@ -163,6 +163,29 @@ static unsigned long long slow_faults(struct odpemu_context *c, unsigned us)
 	return sum;
 }
 
+/* Another process (here: another session) sees every QP and MR of the device and their
+ * counters, as odpemu-ctl stat qp|mr does. */
+static void other_session_view(struct h_env *e, struct odpemu_qp *qp, struct odpemu_mr *mr)
+{
+	struct odpemu_context *c = h_open(e, 1);
+	struct odpemu_counter list[64];
+	int n = odpemu_query_counters(c, ODPEMU_COUNTERS_OBJECTS, 0, list, 64);
+	bool qp_seen = false, mr_seen = false;
+
+	for (int i = 0; i < n; i++) {
+		qp_seen |= !strncmp(list[i].name, "qp ", 3) && list[i].value == qp->qp_num;
+		mr_seen |= !strncmp(list[i].name, "mr ", 3) && list[i].value == mr->lkey;
+	}
+	T_CHECK(qp_seen && mr_seen, "object list (%d entries) lacks the QP or the MR", n);
+	T_CHECK(h_counter(c, ODPEMU_COUNTERS_ANY_QP, qp->qp_num, "pkts_received") > 0,
+		"another session's QP counters");
+	T_CHECK(h_counter(c, ODPEMU_COUNTERS_ANY_MR, mr->lkey, "page_faults") > 0,
+		"another session's MR counters");
+	T_CHECK(h_counter(c, ODPEMU_COUNTERS_MR, mr->handle, "page_faults") == ~0ull,
+		"a handle of another session must not resolve");
+	odpemu_close_device(c);
+}
+
 static void injection(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
@@ -197,6 +220,18 @@ static void injection(struct h_env *e, struct odpemu_context **ctx)
 		"MR page_faults");
 	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_QP, p.s[1].qp->handle, "pkts_received") > 0,
 		"QP pkts_received");
+	other_session_view(e, p.s[1].qp, mr);
+	{
+		char v[64];
+
+		T_EQ(odpemu_set_inject(ctx[1], "fault-fail-rate", "0.25"), 0, "set fail rate");
+		T_CHECK(odpemu_get_inject(ctx[1], "fault-fail-rate", v, sizeof(v)) == 0 &&
+			!strcmp(v, "0.25"), "get fault-fail-rate: '%s'", v);
+		T_EQ(odpemu_set_inject(ctx[1], "fault-fail-rate", "0"), 0, "reset fail rate");
+		T_CHECK(odpemu_get_inject(ctx[1], "fault-policy", v, sizeof(v)) == 0 &&
+			!strcmp(v, "rnr"), "get fault-policy: '%s'", v);
+		T_CHECK(odpemu_get_inject(ctx[1], "nope", v, sizeof(v)) == EINVAL, "unknown knob");
+	}
 
 	/* eviction: warm pages fault again while traffic runs, and no byte is wrong */
 	for (uint32_t off = 0; off < LEN; off += 65536)
@@ -229,7 +264,9 @@ static void injection(struct h_env *e, struct odpemu_context **ctx)
 	T_EQ(write_wait(&p, lmr, l, (uintptr_t)t, mr->rkey, 4096), ODPEMU_WC_REM_ACCESS_ERR,
 	     "WRITE with fault-fail-rate 1");
 	odpemu_set_inject(ctx[1], "fault-fail-rate", "0");
+	f0 = ctr(ctx[1], "page_faults");
 	odpemu_dereg_mr(mr);
+	T_CHECK(ctr(ctx[1], "page_faults") >= f0, "device page_faults went down when an MR went");
 	odpemu_dereg_mr(lmr);
 	h_pair_down(&p);
 	munmap(t, LEN + 4096);
