@@ -17,6 +17,7 @@ int side_build(struct perf_run *r)
 {
 	const struct perf_cfg *c = r->cfg;
 	bool churn = c->churn;
+	int rc = 0;
 
 	perf_layout(c, r->size, r->server, &r->lay);
 	if (qps_create(r->dev, c, r->lay.tx_depth, r->lay.rx_depth, &r->qps))
@@ -27,15 +28,18 @@ int side_build(struct perf_run *r)
 	    area_make(&r->local, r->dev, c->odp, r->lay.local_slots, r->lay.local_stride, churn,
 		      !churn))
 		return -1;
-	if (c->prefetch && (area_prefetch(&r->target, r->dev) || area_prefetch(&r->local, r->dev)))
-		return -1;
 	if (r->server && c->test == PERF_SEND && !c->lat)
-		return bw_server_send_prepare(r);
-	if (r->server && !pingpong(c))
+		rc = bw_server_send_prepare(r);
+	else if (r->server && !pingpong(c))
 		pass_prepare(r);
-	if (pingpong(c))
-		return lat_prepare(r);
-	return 0;
+	if (!rc && pingpong(c))
+		rc = lat_prepare(r);
+	/* Prefetch last: preparing a verified pass gives a cold target fresh pages (a new
+	 * lap), which would undo an earlier prefetch. */
+	if (!rc && c->prefetch &&
+	    (area_prefetch(&r->target, r->dev) || area_prefetch(&r->local, r->dev)))
+		rc = -1;
+	return rc;
 }
 
 void side_teardown(struct perf_run *r)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# demo-quick: `tools/demo --quick`, on the binaries of the build under test, prints the
+# report and exits 0: six lines, each "data verified"; the cold ODP lines page-faulted
+# (and the rnr one sent RNR NAKs); its run directory and namespaces are gone afterwards.
+# usage: test_demo.sh <tools/demo> <meson build root>     exit 0 pass, 1 fail, 77 skip
+set -uo pipefail
+demo=$1 build=$2
+command -v python3 >/dev/null || { echo "demo-quick: SKIP (the demo reads JSON with python3)"; exit 77; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# --build: the binaries meson just built; the test installs and builds nothing
+timeout 240 "$demo" --quick --build "$build" >"$out" 2>&1
+rc=$?
+cat "$out"
+echo "----"
+[ "$rc" -eq 0 ] || fail "tools/demo --quick exited $rc"
+
+# Report lines: " N  scenario  result  faults  RNR NAKs  check", columns 2+ spaces apart.
+field() { sed -n "s/^ $1  /$1  /p" "$out" | awk -F '   *' -v k="$2" '{ print $k }'; }
+cold=0
+for n in 1 2 3 4 5 6; do
+  scenario=$(field "$n" 2)
+  if [ -z "$scenario" ]; then fail "report line $n is missing"; continue; fi
+  [ "$(field "$n" 6)" = "data verified" ] || fail "line $n ($scenario) is not 'data verified'"
+  case $scenario in
+    *"prefetched"*)
+      faults=$(field "$n" 4)
+      [ "$faults" = 0 ] || fail "line $n ($scenario): page faults '$faults', want 0"
+      ;;
+    *"cold ODP"*)
+      cold=$((cold + 1))
+      faults=$(field "$n" 4)
+      [[ $faults =~ ^[1-9][0-9]*$ ]] ||
+        fail "line $n ($scenario): page faults '$faults', want > 0"
+      ;;
+  esac
+  case $scenario in
+    *"cold ODP, rnr"*)
+      rnr=$(field "$n" 5)
+      [[ $rnr =~ ^[1-9][0-9]*$ ]] ||
+        fail "line $n ($scenario): RNR NAKs '$rnr', want > 0"
+      ;;
+  esac
+done
+[ "$cold" -eq 2 ] || fail "$cold cold ODP lines (stall, rnr), want 2"
+
+# torn down: the run directory it named, and (unless another demo runs now) the namespaces
+rundir=$(grep -o '/tmp/odpemu-demo-[A-Za-z0-9]*' "$out" | head -n 1)
+[ -n "$rundir" ] && [ -e "$rundir" ] && fail "the run directory $rundir is still there"
+if [ "$(id -u)" -eq 0 ] && flock -n /run/lock/odpemu-demo.lock true 2>/dev/null &&
+   ip netns list 2>/dev/null | grep -qE '^odpemu-(a|b)\b'; then
+  fail "namespaces odpemu-a/odpemu-b are still there"
+fi
+
+if [ "$failures" -gt 0 ]; then
+  echo "demo-quick: $failures failed"
+  exit 1
+fi
+echo "demo-quick: OK"

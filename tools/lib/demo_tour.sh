@@ -1,0 +1,117 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # demo_dev, demo_addr, demo_rundir, ...: from demo_hosts.sh
+# Sourced by tools/demo: one scenario of the tour → one line of the report.
+#
+# demo_perf_row runs an odpemu-perf pair (server on host b, client on host a with --json)
+# and turns the client's JSON into a line: throughput or latency, the responder's page
+# faults and RNR NAKs sent, and "data verified" when --verify checked every byte.
+# demo_stale_row runs the stale-registration scenario. Lines go to demo_rows, what went
+# wrong to demo_failures (printed under the table).
+
+demo_rows=()
+demo_failures=()
+demo_row_fmt=' %-2s %-42s %-30s %7s %9s  %s\n'
+
+demo_row() {
+  # shellcheck disable=SC2059
+  demo_rows+=("$(printf "$demo_row_fmt" "$@")")
+}
+
+demo_report_head() {
+  # shellcheck disable=SC2059
+  printf "$demo_row_fmt" '#' scenario result faults 'RNR NAKs' check
+}
+
+# demo_fail <n> <what> <file...>: remember why line n failed, with the files' tails.
+demo_fail() {
+  local n=$1 what=$2 f text; shift 2
+  text="line $n: $what"
+  for f in "$@"; do
+    [ -s "$f" ] && text+=$'\n'"  --- ${f##*/} (tail) ---"$'\n'"$(tail -n 15 "$f" | sed 's/^/  /')"
+  done
+  demo_failures+=("$text")
+}
+
+# demo_json_fields <json>: result, responder page faults, RNR NAKs sent, verdict, pages
+# prefetched — tab-separated. Fails when the document is not odpemu-perf's.
+demo_json_fields() {
+  python3 - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r, odp = d["results"][0], d["odp"]["remote"]
+if "t_median_us" in r:
+    res = "%.1f / %.1f us (median/p99)" % (r["t_median_us"], r["t_p99_us"])
+else:
+    res = "%.0f MB/s (%.2f Gb/s)" % (r["bw_avg_mbps"], r["bw_avg_gbps"])
+v = r["verify"]
+if d["ok"] and v["enabled"] and v["ok"] and v["checked"] > 0:
+    verdict = "data verified"
+else:
+    verdict = "DATA NOT VERIFIED" + (": " + v["error"] if v["error"] else "")
+print("\t".join([res, str(odp["page_faults"]), str(odp["rnr_naks_sent"]), verdict,
+                 str(odp["page_prefetch"])]))
+EOF
+}
+
+# demo_perf_row <n> <label> <perf> <test> <args...>: run the pair, add line n.
+# demo_prefetched is set to the responder's prefetched pages of the run.
+demo_perf_row() {
+  local n=$1 label=$2 perf=$3 test=$4; shift 4
+  local base="$demo_rundir/run$n" spid cpid k rc fields res faults rnr verdict
+  demo_say "  $n. $label: odpemu-perf $test $*"
+  demo_spawn 1 90 "$base.server" "$base.server" \
+    "$perf" "$test" -d "${demo_dev[1]}" -p "$demo_perf_port"
+  spid=$demo_last_pid
+  for ((k = 0; k < 100; k++)); do		# up to 10 s
+    grep -qs 'waiting for a client' "$base.server" && break
+    demo_alive "$spid" || break
+    sleep 0.1
+  done
+  if ! grep -qs 'waiting for a client' "$base.server"; then
+    demo_stop 2 "$spid"
+    demo_row "$n" "$label" "FAILED (no server)" - - -
+    demo_fail "$n" "the odpemu-perf server did not come up" "$base.server"
+    return 1
+  fi
+  demo_spawn 0 60 "$base.json" "$base.client" "$perf" "$test" "$@" --json \
+    -d "${demo_dev[0]}" -p "$demo_perf_port" "${demo_addr[1]}"
+  cpid=$demo_last_pid
+  demo_wait "$cpid"
+  rc=$?
+  # The server ends with the run; after a failed client it may still wait for one.
+  demo_end "$spid" "$([ "$rc" -eq 0 ] && echo 10 || echo 1)"
+  if [ "$rc" -ne 0 ] || ! fields=$(demo_json_fields "$base.json" 2>"$base.parse"); then
+    [ "$rc" -eq 124 ] && rc="$rc, timed out"
+    demo_row "$n" "$label" "FAILED (exit $rc)" - - -
+    demo_fail "$n" "odpemu-perf client exited $rc" "$base.client" "$base.json" "$base.parse" \
+      "$base.server" "$demo_rundir/${demo_dev[0]}.stderr" "$demo_rundir/${demo_dev[1]}.stderr"
+    return 1
+  fi
+  # shellcheck disable=SC2034  # demo_prefetched: tools/demo prints it
+  IFS=$'\t' read -r res faults rnr verdict demo_prefetched <<<"$fields"
+  demo_row "$n" "$label" "$res" "$faults" "$rnr" "$verdict"
+  [ "$verdict" = "data verified" ] || { demo_fail "$n" "$verdict" "$base.server"; return 1; }
+}
+
+# demo_stale_row <n> <label> <test-e2e-memory> <odpemud>: the stale-registration scenario.
+# odpemu-perf has no mode for it, so this runs the e2e test that asserts it (on hosts of
+# its own): buffer A registered, freed, B mapped at the same address; a remote READ then
+# returns A's bytes through a pinned MR (MR_DECOHERENCE raised) and B's through an ODP MR.
+demo_stale_row() {
+  local n=$1 label=$2 bin=$3 daemon=$4 base rc old new
+  base="$demo_rundir/run$n"
+  demo_say "  $n. $label: ${bin#"$demo_top"/}"
+  demo_spawn -1 60 "$base.out" "$base.out" env "ODPEMUD=$daemon" "$bin"
+  demo_wait "$demo_last_pid"
+  rc=$?
+  old=$(grep -cs 'pinned MR: READ returned the OLD (A) data' "$base.out")
+  new=$(grep -cs 'odp MR: READ returned the NEW (B) data' "$base.out")
+  if [ "$rc" -eq 0 ] && [ "$old" -eq 1 ] && [ "$new" -eq 1 ]; then
+    demo_row "$n" "$label" "pinned: OLD data, ODP: NEW data" - - "data verified"
+    return 0
+  fi
+  demo_row "$n" "$label" "FAILED (exit $rc)" - - -
+  demo_fail "$n" "the stale-registration test (exit $rc) did not show pinned=OLD, ODP=NEW" \
+    "$base.out"
+  return 1
+}
