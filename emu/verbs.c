@@ -176,6 +176,21 @@ static int op_destroy_cq(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_CQ
 
 /* ---- MR ---- */
 
+/* Is fd a memfd (the library's move of pinned pages)? The daemon maps these shared and
+ * writable: anything else a client might pass (a file of its own) is refused. */
+static bool is_memfd(int fd)
+{
+	char path[64], link[96];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strncmp(link, "/memfd:", 7);
+}
+
 /* Map the client's pinned segments contiguously: the daemon's view of the pinned pages. */
 static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **out, size_t *len)
 {
@@ -184,6 +199,9 @@ static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **ou
 
 	if (q->nsegs != r->nfds)
 		return -EBADF;
+	for (unsigned i = 0; i < r->nfds; i++)
+		if (!is_memfd(r->fds[i]))
+			return -EBADF;
 	base = mmap(NULL, end - start, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		    -1, 0);
 	if (base == MAP_FAILED)

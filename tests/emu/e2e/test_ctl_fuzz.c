@@ -141,6 +141,18 @@ static void structured(struct h_env *e, struct odpemu_context *good)
 			-ENOENT, "another session's PD");
 		T_CHECK(pd && odpemu_dealloc_pd(pd) == 0, "the owner can still free its PD");
 	}
+	{
+		/* a pinned MR whose "memfd" is some other file: refused, never mapped */
+		struct {
+			struct ipc_reg_mr_req q;
+			struct ipc_mr_seg seg;
+		} mr = { .q = { .va = 0x10000000, .len = 4096, .access = 1, .pd = 1, .nsegs = 1 },
+			 .seg = { .len = 4096 } };
+
+		request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, NULL, 0, 0, 0, 0, "alloc_pd");
+		request(fd, IPC_VERSION, IPC_REG_MR, 0, &mr, sizeof(mr), 0, 1, -EBADF,
+			"pinned MR backed by a file that is not a memfd");
+	}
 	close(fd);
 	still_serving(good, "structured bad requests");
 }
