@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -342,4 +343,14 @@ const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s.sock", e->rundir, e->host[i].name);
 	return buf;
+}
+
+uint8_t *h_cold(size_t len)
+{
+	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
+		die("mmap of %zu bytes: %s", len, strerror(errno));
+	return p;
 }

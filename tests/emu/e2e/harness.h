@@ -16,6 +16,8 @@
 #define ODPEMU_TESTS_HARNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "odpemu/odpemu.h"
@@ -57,6 +59,12 @@ const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len);
 struct odpemu_context *h_open(struct h_env *e, int i);
 /* Print the tail of host i's daemon log (for failures). */
 void h_show_log(struct h_env *e, int i);
+
+/* A fresh, never-touched buffer of len bytes (page multiple) followed by a PROT_NONE guard
+ * page, so its VMA is its own (the kernel cannot merge it with a neighbour, and each
+ * device's notifier watches its own buffers). Free with munmap(p, len + 4096). Exits on
+ * failure. */
+uint8_t *h_cold(size_t len);
 
 /* ---- a connected RC (or UD) QP pair across the two hosts ---- */
 struct h_side {

@@ -26,10 +26,10 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "ops.h"
 #include "t.h"
 
 #define BUF (64u << 10)
-#define WAIT_MS 20000
 #define CAPTURE_START_MS 10000	/* dumpcap must be capturing by then */
 #define CAPTURE_STOP_MS 10000	/* and gone this long after SIGINT */
 #define TOOL_TIMEOUT_MS 120000	/* tshark or the ICRC script on the capture */
@@ -297,23 +297,6 @@ static void keep_capture(const struct capture *c)
 
 /* ---- the verbs exchange (its data checked; the capture is checked afterwards) ---- */
 
-struct side_mem {
-	uint8_t *buf;
-	struct odpemu_mr *mr;
-};
-
-static void *fresh(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
-
-	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE)) {
-		perror("mmap");
-		exit(1);
-	}
-	return p;
-}
-
 static struct odpemu_mr *reg(struct odpemu_pd *pd, void *buf, bool odp)
 {
 	int acc = ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE |
@@ -325,153 +308,6 @@ static struct odpemu_mr *reg(struct odpemu_pd *pd, void *buf, bool odp)
 	return mr;
 }
 
-/* Post wr on side 0 and wait for its completion; true if it succeeded. */
-static bool run(struct h_pair *p, struct odpemu_send_wr *wr, const char *what)
-{
-	struct odpemu_send_wr *bad;
-	struct odpemu_wc wc;
-	int rc;
-
-	wr->send_flags |= ODPEMU_SEND_SIGNALED;
-	rc = odpemu_post_send(p->s[0].qp, wr, &bad);
-	T_CHECK(rc == 0, "%s: post_send: %d", what, rc);
-	if (rc)
-		return false;
-	if (h_poll(p->s[0].cq, &wc, 1, WAIT_MS) != 1) {
-		T_CHECK(0, "%s: no completion", what);
-		return false;
-	}
-	T_CHECK(wc.status == ODPEMU_WC_SUCCESS, "%s: status %s (%s)", what,
-		odpemu_wc_status_str(wc.status), odpemu_vendor_err_str(wc.vendor_err));
-	return wc.status == ODPEMU_WC_SUCCESS;
-}
-
-static void post_recv(struct h_pair *p, struct side_mem *m, uint32_t len)
-{
-	struct odpemu_sge sge = { (uintptr_t)m->buf, len, m->mr->lkey };
-	struct odpemu_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	T_CHECK(odpemu_post_recv(p->s[1].qp, &wr, &bad) == 0, "post_recv");
-}
-
-static void check_recv(struct h_pair *p, uint32_t len, bool imm, const char *what)
-{
-	struct odpemu_wc wc;
-
-	if (h_poll(p->s[1].cq, &wc, 1, WAIT_MS) != 1) {
-		T_CHECK(0, "%s: no receive completion", what);
-		return;
-	}
-	T_CHECK(wc.status == ODPEMU_WC_SUCCESS, "%s: recv status %s", what,
-		odpemu_wc_status_str(wc.status));
-	T_EQ(wc.byte_len, len, what);
-	T_EQ(!!(wc.wc_flags & ODPEMU_WC_WITH_IMM), imm, what);
-	if (imm)
-		T_EQ(ntohl(wc.imm_data), 0x1234abcd, what);
-}
-
-static void check_bytes(const uint8_t *got, const uint8_t *want, size_t len, const char *what)
-{
-	T_CHECK(memcmp(got, want, len) == 0, "%s: %zu bytes differ", what, len);
-}
-
-/* WRITE, READ, SEND, SEND_WITH_IMM, WRITE_WITH_IMM of len bytes from a to b. */
-static void data_ops(struct h_pair *p, struct side_mem *a, struct side_mem *b, uint32_t len,
-		     const char *tag)
-{
-	struct odpemu_sge sge = { (uintptr_t)a->buf, len, a->mr->lkey };
-	struct odpemu_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
-	char what[96];
-
-	snprintf(what, sizeof(what), "%s WRITE %u", tag, len);
-	t_fill(&rng, a->buf, len);
-	wr.opcode = ODPEMU_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = (uintptr_t)b->buf;
-	wr.wr.rdma.rkey = b->mr->rkey;
-	if (run(p, &wr, what))
-		check_bytes(b->buf, a->buf, len, what);
-
-	snprintf(what, sizeof(what), "%s READ %u", tag, len);
-	t_fill(&rng, b->buf, len);
-	wr.opcode = ODPEMU_WR_RDMA_READ;
-	if (run(p, &wr, what))
-		check_bytes(a->buf, b->buf, len, what);
-
-	snprintf(what, sizeof(what), "%s SEND %u", tag, len);
-	t_fill(&rng, a->buf, len);
-	post_recv(p, b, len);
-	wr.opcode = ODPEMU_WR_SEND;
-	if (run(p, &wr, what)) {
-		check_recv(p, len, false, what);
-		check_bytes(b->buf, a->buf, len, what);
-	}
-
-	snprintf(what, sizeof(what), "%s SEND_IMM %u", tag, len);
-	t_fill(&rng, a->buf, len);
-	post_recv(p, b, len);
-	wr.opcode = ODPEMU_WR_SEND_WITH_IMM;
-	wr.imm_data = htonl(0x1234abcd);
-	if (run(p, &wr, what)) {
-		check_recv(p, len, true, what);
-		check_bytes(b->buf, a->buf, len, what);
-	}
-
-	snprintf(what, sizeof(what), "%s WRITE_IMM %u", tag, len);
-	t_fill(&rng, a->buf, len);
-	post_recv(p, b, 0);
-	wr.opcode = ODPEMU_WR_RDMA_WRITE_WITH_IMM;
-	if (run(p, &wr, what)) {
-		check_recv(p, len, true, what);
-		check_bytes(b->buf, a->buf, len, what);
-	}
-}
-
-/* FAA, CAS, ATOMIC_WRITE and FLUSH on one word of b. */
-static void atomic_ops(struct h_pair *p, struct side_mem *a, struct side_mem *b, const char *tag)
-{
-	uint64_t *target = (uint64_t *)(void *)(b->buf + 3 * 4096 + 8);
-	uint64_t *result = (uint64_t *)(void *)a->buf;
-	struct odpemu_sge sge = { (uintptr_t)result, 8, a->mr->lkey };
-	struct odpemu_send_wr wr = { .sg_list = &sge, .num_sge = 1 };
-	char what[96];
-
-	*target = 1000;
-	snprintf(what, sizeof(what), "%s FAA", tag);
-	wr.opcode = ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
-	wr.wr.atomic.remote_addr = (uintptr_t)target;
-	wr.wr.atomic.compare_add = 5;
-	wr.wr.atomic.rkey = b->mr->rkey;
-	if (run(p, &wr, what)) {
-		T_EQ(*result, 1000, "FAA old value");
-		T_EQ(*target, 1005, "FAA new value");
-	}
-	snprintf(what, sizeof(what), "%s CAS", tag);
-	wr.opcode = ODPEMU_WR_ATOMIC_CMP_AND_SWP;
-	wr.wr.atomic.compare_add = 1005;
-	wr.wr.atomic.swap = 77;
-	if (run(p, &wr, what)) {
-		T_EQ(*result, 1005, "CAS old value");
-		T_EQ(*target, 77, "CAS swapped");
-	}
-	snprintf(what, sizeof(what), "%s ATOMIC_WRITE", tag);
-	*result = 0x0102030405060708ull;
-	memset(&wr.wr, 0, sizeof(wr.wr));
-	wr.opcode = ODPEMU_WR_ATOMIC_WRITE;
-	wr.wr.rdma.remote_addr = (uintptr_t)target;
-	wr.wr.rdma.rkey = b->mr->rkey;
-	if (run(p, &wr, what))
-		T_EQ(*target, 0x0102030405060708ull, "ATOMIC_WRITE value");
-	snprintf(what, sizeof(what), "%s FLUSH", tag);
-	memset(&wr.wr, 0, sizeof(wr.wr));
-	wr.opcode = ODPEMU_WR_FLUSH;
-	wr.num_sge = 0;
-	wr.wr.flush.remote_addr = (uintptr_t)b->buf;
-	wr.wr.flush.rkey = b->mr->rkey;
-	wr.wr.flush.len = 4096;
-	wr.wr.flush.type = 1;	/* global visibility */
-	run(p, &wr, what);
-}
-
 /* Every verb on one QP pair, MRs pinned or ODP (fresh memory: the responder faults). */
 static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 		     enum odpemu_fault_policy pol)
@@ -479,7 +315,7 @@ static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 	/* 1 B has 3 bytes of pad; 4 KiB is exactly one PMTU; 4097 B is First+Last;
 	 * 20 KiB is First, 3 x Middle, Last. */
 	static const uint32_t sizes[] = { 1, 64, 4096, 4097, 20u << 10 };
-	struct side_mem a = { fresh(BUF), NULL }, b = { fresh(BUF), NULL };
+	struct h_mem a = { h_cold(BUF), NULL }, b = { h_cold(BUF), NULL };
 	struct h_pair p = { 0 };
 	struct h_qp_opts o;
 	char tag[48];
@@ -497,8 +333,8 @@ static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 	b.mr = reg(p.s[1].pd, b.buf, odp);
 	if (a.mr && b.mr) {
 		for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-			data_ops(&p, &a, &b, sizes[i], tag);
-		atomic_ops(&p, &a, &b, tag);
+			h_data_ops(&p, &a, &b, sizes[i], tag, &rng);
+		h_atomic_ops(&p, &a, &b, tag);
 	}
 	if (a.mr)
 		odpemu_dereg_mr(a.mr);

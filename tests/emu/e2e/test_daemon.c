@@ -33,16 +33,6 @@
 #define ALL_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
 		    ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC)
 
-static uint8_t *cold(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
-
-	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
-		exit(1);
-	return p;
-}
-
 static unsigned long long ctr(struct odpemu_context *c, const char *name);
 
 /* Datagrams from host b's namespace to host a's daemon: random bytes, and well-formed
@@ -190,7 +180,7 @@ static void injection(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
 	struct h_qp_opts o;
-	uint8_t *t = cold(LEN), *l = cold(LEN);
+	uint8_t *t = h_cold(LEN), *l = h_cold(LEN);
 	struct odpemu_mr *mr, *lmr;
 	unsigned long long f0, ev0;
 	struct t_rng rng = { 3 };
@@ -259,7 +249,7 @@ static void injection(struct h_env *e, struct odpemu_context **ctx)
 	T_EQ(odpemu_set_inject(ctx[1], "fault-fail-rate", "1"), 0, "set fail rate");
 	odpemu_dereg_mr(mr);
 	munmap(t, LEN + 4096);
-	t = cold(LEN);
+	t = h_cold(LEN);
 	mr = odpemu_reg_mr(p.s[1].pd, t, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
 	T_EQ(write_wait(&p, lmr, l, (uintptr_t)t, mr->rkey, 4096), ODPEMU_WC_REM_ACCESS_ERR,
 	     "WRITE with fault-fail-rate 1");
@@ -328,7 +318,7 @@ static void graceful_stop(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
 	struct h_qp_opts o;
-	uint8_t *buf = cold(4096);
+	uint8_t *buf = h_cold(4096);
 	struct odpemu_mr *mr;
 	struct odpemu_wc wc;
 	char sock[300];

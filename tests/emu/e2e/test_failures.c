@@ -25,16 +25,6 @@
 #define ALL_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
 		    ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC)
 
-static void *cold(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
-
-	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
-		exit(1);
-	return p;
-}
-
 static int write_once(struct h_side *s, struct odpemu_mr *lmr, void *buf, uint64_t raddr,
 		      uint32_t rkey, uint32_t len, int timeout_ms)
 {
@@ -52,7 +42,7 @@ static void rnr_retry_zero(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
 	struct h_qp_opts o;
-	uint8_t *t = cold(LEN), *l = cold(LEN);
+	uint8_t *t = h_cold(LEN), *l = h_cold(LEN);
 	struct odpemu_mr *mr, *lmr;
 	int st;
 
@@ -93,7 +83,7 @@ struct child_info {
 static void child(struct h_env *e, int wr_fd, int rd_fd, const struct h_qp_opts *o)
 {
 	struct h_side s = { .ctx = h_open(e, 1) };
-	uint8_t *buf = cold(LEN);
+	uint8_t *buf = h_cold(LEN);
 	struct odpemu_mr *mr;
 	struct child_info ci;
 	uint32_t peer_qpn;
@@ -118,7 +108,7 @@ static void killed_client(struct h_env *e, struct odpemu_context **ctx)
 	struct h_qp_opts o;
 	struct h_side s = { .ctx = ctx[0] };
 	struct child_info ci;
-	uint8_t *l = cold(LEN);
+	uint8_t *l = h_cold(LEN);
 	struct odpemu_mr *lmr;
 	int to_child[2], from_child[2], st = 0;
 	char ready;

@@ -23,16 +23,6 @@
 		    ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC)
 #define LEN (1u << 20)
 
-static uint8_t *cold(size_t len)
-{
-	uint8_t *p = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
-
-	if (p == MAP_FAILED || mprotect(p + len, 4096, PROT_NONE))
-		exit(1);
-	return p;
-}
-
 static int post1(struct odpemu_qp *qp, enum odpemu_wr_opcode op, struct odpemu_mr *mr,
 		 void *buf, uint32_t len, uint64_t raddr, uint32_t rkey)
 {
@@ -72,7 +62,7 @@ static void channel(struct odpemu_context **ctx)
 	struct odpemu_qp_attr qa;
 	struct odpemu_qp_init_attr qi;
 	struct h_qp_opts o;
-	uint8_t *l = cold(LEN), *t = cold(LEN);
+	uint8_t *l = h_cold(LEN), *t = h_cold(LEN);
 	struct odpemu_mr *lmr, *tmr;
 	struct odpemu_wc wc;
 	struct pollfd pfd;
@@ -131,7 +121,7 @@ static void srq(struct h_env *e, struct odpemu_context **ctx)
 	struct odpemu_srq *s = pd1 ? odpemu_create_srq(pd1, &sa) : NULL;
 	struct h_pair p[2];
 	struct h_qp_opts o;
-	uint8_t *rx = cold(LEN), *tx = cold(LEN);
+	uint8_t *rx = h_cold(LEN), *tx = h_cold(LEN);
 	struct odpemu_mr *rmr, *tmr[2];
 	struct odpemu_srq_attr lim = { .srq_limit = 4 };
 	struct odpemu_wc wc[3];
@@ -210,7 +200,7 @@ static void ud(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
 	struct h_qp_opts o;
-	uint8_t *rx = cold(LEN), *tx = cold(LEN);
+	uint8_t *rx = h_cold(LEN), *tx = h_cold(LEN);
 	struct odpemu_mr *rmr, *tmr;
 	struct odpemu_ah_attr aa = { .is_global = 1, .port_num = 1 };
 	struct odpemu_ah *ah;
@@ -269,7 +259,7 @@ static void advise(struct h_env *e, struct odpemu_context **ctx)
 {
 	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
 	struct h_qp_opts o;
-	uint8_t *t = cold(LEN), *l = cold(LEN);
+	uint8_t *t = h_cold(LEN), *l = h_cold(LEN);
 	struct odpemu_mr *tmr, *lmr;
 	struct odpemu_wc wc;
 
@@ -296,7 +286,7 @@ static void advise(struct h_env *e, struct odpemu_context **ctx)
 
 	/* NO_FAULT: only the pages the process has touched */
 	munmap(t, LEN + 4096);
-	t = cold(LEN);
+	t = h_cold(LEN);
 	for (uint32_t off = 0; off < LEN / 2; off += 4096)
 		t[off] = 1;
 	tmr = odpemu_reg_mr(p.s[1].pd, t, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
