@@ -147,15 +147,14 @@ ODPEMU_EXPORT int odpemu_destroy_cq(struct odpemu_cq *pub)
 	if (!pub)
 		return lib_fail(EINVAL);
 	c = lib_ctx(pub->context);
-	rc = lib_call_destroy(c, IPC_DESTROY_CQ, pub->handle);
+	rc = lib_destroy_tracked(c, IPC_DESTROY_CQ, &c->cqs, pub->handle, &cq->evc);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->cqs, pub->handle);
-	if (pub->channel)
+	if (pub->channel) {
+		pthread_mutex_lock(&c->tab_lock);
 		pub->channel->refcnt--;
-	pthread_mutex_unlock(&c->tab_lock);
-	lib_evc_wait(&cq->evc);
+		pthread_mutex_unlock(&c->tab_lock);
+	}
 	lib_cq_free(cq);
 	return 0;
 }

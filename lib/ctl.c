@@ -216,3 +216,17 @@ int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle)
 
 	return rc == -ENODEV ? 0 : rc;
 }
+
+int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
+			uint32_t handle, struct lib_evc *evc)
+{
+	int rc = lib_call_destroy(c, op, handle);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->tab_lock);
+	lib_table_remove(t, handle);
+	pthread_mutex_unlock(&c->tab_lock);
+	lib_evc_wait(evc);
+	return 0;
+}

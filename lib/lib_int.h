@@ -121,6 +121,11 @@ struct lib_call {
 int lib_call(struct lib_context *c, struct lib_call *call);
 /* A destroy request: the daemon being gone counts as success (it freed everything). */
 int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle);
+/* Destroy an object that events can name (CQ, SRQ, QP): at the daemon, then out of its
+ * handle table, then wait until every event naming it was acknowledged (as ibv_destroy_*
+ * does). 0 or -errno (the object is untouched on failure). */
+int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
+			uint32_t handle, struct lib_evc *evc);
 /* Fail the public way: errno = err, return err (positive). */
 int lib_fail(int err);
 

@@ -237,13 +237,9 @@ ODPEMU_EXPORT int odpemu_destroy_qp(struct odpemu_qp *pub)
 	if (!pub)
 		return lib_fail(EINVAL);
 	c = lib_ctx(pub->context);
-	rc = lib_call_destroy(c, IPC_DESTROY_QP, pub->handle);
+	rc = lib_destroy_tracked(c, IPC_DESTROY_QP, &c->qps, pub->handle, &qp->evc);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->qps, pub->handle);
-	pthread_mutex_unlock(&c->tab_lock);
-	lib_evc_wait(&qp->evc);
 	lib_qp_free(qp);
 	return 0;
 }

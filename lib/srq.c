@@ -173,13 +173,9 @@ ODPEMU_EXPORT int odpemu_destroy_srq(struct odpemu_srq *pub)
 	if (!pub)
 		return lib_fail(EINVAL);
 	c = lib_ctx(pub->context);
-	rc = lib_call_destroy(c, IPC_DESTROY_SRQ, pub->handle);
+	rc = lib_destroy_tracked(c, IPC_DESTROY_SRQ, &c->srqs, pub->handle, &srq->evc);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->srqs, pub->handle);
-	pthread_mutex_unlock(&c->tab_lock);
-	lib_evc_wait(&srq->evc);
 	lib_srq_free(srq);
 	return 0;
 }
