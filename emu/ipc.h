@@ -38,7 +38,7 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		1
+#define IPC_VERSION		2	/* 2: ipc_cqe.ts_ns */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -215,10 +215,12 @@ struct ipc_rwqe {
 	uint32_t pad;
 	struct ipc_sge sge[];
 };
-/* A CQ slot (struct nic_wc's fields, fixed width). */
+/* A CQ slot (struct nic_wc's fields, fixed width), with the CLOCK_MONOTONIC time the
+ * daemon moved it into the ring (ibv completion timestamps, in nanoseconds). */
 struct ipc_cqe {
 	uint64_t wr_id;
 	uint32_t status, opcode, byte_len, imm_data, qp_num, src_qp, wc_flags, vendor_err;
+	uint64_t ts_ns;
 };
 
 /* ---- CQ ---- request handle: 0, body: */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -257,7 +258,7 @@ static void take_arm(struct emu_obj *cq)
 				  atomic_load_explicit(&r->hdr->arm_solicited, memory_order_relaxed));
 }
 
-static void wc_to_cqe(struct ipc_cqe *e, const struct nic_wc *wc)
+static void wc_to_cqe(struct ipc_cqe *e, const struct nic_wc *wc, uint64_t now_ns)
 {
 	memset(e, 0, sizeof(*e));
 	e->wr_id = wc->wr_id;
@@ -269,6 +270,15 @@ static void wc_to_cqe(struct ipc_cqe *e, const struct nic_wc *wc)
 	e->src_qp = wc->src_qp;
 	e->wc_flags = wc->wc_flags;
 	e->vendor_err = wc->vendor_err;
+	e->ts_ns = now_ns;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void fill_cq(struct emu_obj *cq)
@@ -279,17 +289,23 @@ static void fill_cq(struct emu_obj *cq)
 	struct nic_wc wc[32];
 	int n;
 
-	take_arm(cq);
 	while (room) {
+		uint64_t now;
+
 		n = nic_cq_poll(cq->u.cq.cq, wc, room < 32 ? (int)room : 32);
 		if (n <= 0)
 			break;
+		now = monotonic_ns();	/* one clock read per batch: they completed together */
 		for (int i = 0; i < n; i++)
-			wc_to_cqe(slot_at(r, r->idx + (uint32_t)i), &wc[i]);
+			wc_to_cqe(slot_at(r, r->idx + (uint32_t)i), &wc[i], now);
 		r->idx += (uint32_t)n;
 		room -= (uint32_t)n;
 		atomic_store_explicit(&r->hdr->prod, r->idx, memory_order_release);
 	}
+	/* After the move: completions that were in nic/'s CQ when the arm came are in the
+	 * ring now, unpolled, and fire it at once (armed first, nic/ would count only later
+	 * ones, and the client would wait for an event that never comes). */
+	take_arm(cq);
 	if (cq->u.cq.notify_pending)
 		notify(cq);
 }

@@ -52,6 +52,21 @@ static bool is_uffd(int fd)
 	return !strcmp(link, "anon_inode:[userfaultfd]");
 }
 
+/* A pipe that carries events to a client: our write end never blocks the loop; the
+ * client's read end blocks, as a kernel event fd does (ibv_get_cq_event and
+ * ibv_get_async_event wait unless the client makes it non-blocking itself). The two ends
+ * are separate open files, so the flags stay apart. 0 or -1 with errno. */
+static int event_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	if (fcntl(p[1], F_SETFL, O_NONBLOCK) == 0)
+		return 0;
+	close(p[0]);
+	close(p[1]);
+	return -1;
+}
+
 static int op_hello(struct emu_req *r)
 {
 	struct emu_session *s = r->s;
@@ -60,7 +75,7 @@ static int op_hello(struct emu_req *r)
 	int p[2], fds[3];
 
 	WANT_BODY(r, struct ipc_hello_req);
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+	if (event_pipe(p))
 		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
 	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 1 && is_uffd(r->fds[0])) {
@@ -329,7 +344,7 @@ static int op_create_channel(struct emu_req *r)
 
 	if (r->len)
 		return emu_reply_err(r, -EBADMSG, "CREATE_CHANNEL has no body");
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK))
+	if (event_pipe(p))
 		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_CHANNEL))) {
 		close(p[0]);

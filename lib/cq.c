@@ -4,6 +4,7 @@
  * ring header; fired notifications arrive on the completion channel's pipe. */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 #include "lib_int.h"
 
 #define LIVE_CHECK_POLLS	1024		/* empty polls between clock reads */
+#define SPIN_POLLS		16		/* empty polls in a row before yielding */
 #define LIVE_CHECK_NS		20000000ull	/* 20 ms between socket probes */
 
 int lib_cq_attach(struct lib_cq *cq, void *map, size_t map_len)
@@ -206,11 +208,13 @@ static bool still_alive(struct lib_context *c)
 	return true;
 }
 
-ODPEMU_EXPORT int odpemu_poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc)
+/* Up to num_entries completions into wc (and their daemon timestamps into ts, if not
+ * NULL). */
+static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc, uint64_t *ts)
 {
 	struct lib_cq *cq = (struct lib_cq *)pub;
 	struct lib_context *c = lib_ctx(pub->context);
-	bool probe = false;
+	bool probe = false, yield;
 	uint32_t prod;
 	int n = 0;
 
@@ -220,19 +224,44 @@ ODPEMU_EXPORT int odpemu_poll_cq(struct odpemu_cq *pub, int num_entries, struct 
 	/* acquire: the daemon wrote the slots before it published prod */
 	prod = atomic_load_explicit(&cq->ring.hdr->prod, memory_order_acquire);
 	while (n < num_entries && cq->ring.head != prod) {
-		cqe_to_wc(lib_ring_slot(&cq->ring, cq->ring.head), &wc[n++]);
+		const void *slot = lib_ring_slot(&cq->ring, cq->ring.head);
+
+		cqe_to_wc(slot, &wc[n]);
+		if (ts)
+			memcpy(&ts[n], (const char *)slot + offsetof(struct ipc_cqe, ts_ns),
+			       sizeof(ts[n]));
+		n++;
 		cq->ring.head++;
 	}
 	if (n)	/* release: our reads of the slots are done before the daemon reuses them */
 		atomic_store_explicit(&cq->ring.hdr->cons, cq->ring.head, memory_order_release);
 	else
 		probe = ++cq->empty_polls % LIVE_CHECK_POLLS == 0;
+	if (n)
+		cq->empty_polls = 0;
+	yield = !n && cq->empty_polls > SPIN_POLLS;
 	pthread_spin_unlock(&cq->lock);
+	/* A poller that spins on an empty CQ (perftest, rc_pingpong, UCX progress) competes
+	 * for the cores the NIC itself runs on: the daemons. After a few empty polls, let a
+	 * runnable daemon have the CPU; it costs one system call when nothing else runs. */
+	if (yield)
+		sched_yield();
 	if (!n && (lib_ctx_dead(c) || (probe && !still_alive(c)))) {
 		errno = ENODEV;
 		return -1;
 	}
 	return n;
+}
+
+ODPEMU_EXPORT int odpemu_poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc)
+{
+	return poll_cq(pub, num_entries, wc, NULL);
+}
+
+ODPEMU_EXPORT int odpemu_poll_cq_ts(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc,
+				    uint64_t *ts_ns)
+{
+	return poll_cq(pub, num_entries, wc, ts_ns);
 }
 
 /* ---- notification ---- */
@@ -257,14 +286,12 @@ ODPEMU_EXPORT int odpemu_req_notify_cq(struct odpemu_cq *pub, int solicited_only
 	return 0;
 }
 
-/* One record from the channel pipe: 0, or an errno (EAGAIN non-blocking, EIO daemon gone). */
+/* One record from the channel pipe: 0, or an errno (EAGAIN non-blocking, EINTR a signal
+ * came, as libibverbs reports it; EIO daemon gone). */
 static int read_cq_event(int fd, struct ipc_cq_event *ev)
 {
-	ssize_t n;
+	ssize_t n = read(fd, ev, sizeof(*ev));
 
-	do
-		n = read(fd, ev, sizeof(*ev));
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno;
 	return n == sizeof(*ev) ? 0 : EIO;	/* end of file: the daemon died */

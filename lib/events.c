@@ -104,9 +104,9 @@ ODPEMU_EXPORT int odpemu_get_async_event(struct odpemu_context *context,
 		struct ipc_event ev;
 		ssize_t n;
 
-		do
-			n = read(context->async_fd, &ev, sizeof(ev));
-		while (n < 0 && errno == EINTR);
+		/* A signal ends the wait with EINTR, as in libibverbs: clients that stop on
+		 * SIGALRM (qperf) rely on it. */
+		n = read(context->async_fd, &ev, sizeof(ev));
 		if (n < 0)
 			return lib_fail(errno);
 		if (n != sizeof(ev))

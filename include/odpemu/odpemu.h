@@ -140,7 +140,7 @@ struct odpemu_async_event {
 	enum odpemu_event_type event_type;
 };
 /* Block until an event arrives (or return EAGAIN at once if async_fd was made
- * non-blocking). When the daemon dies this returns ODPEMU_EVENT_DEVICE_FATAL, once.
+ * non-blocking; EINTR when a signal interrupts the wait). When the daemon dies this returns ODPEMU_EVENT_DEVICE_FATAL, once.
  * 0 or errno. */
 int odpemu_get_async_event(struct odpemu_context *context, struct odpemu_async_event *event);
 /* Every event must be acknowledged before its object can be destroyed. */
@@ -237,13 +237,19 @@ struct odpemu_wc {
 	uint8_t dlid_path_bits;
 };
 /* Up to num_entries completions: the count (>= 0), or a negative value when the device is
- * gone (daemon died: a DEVICE_FATAL event says so too). Never blocks, no system call. */
+ * gone (daemon died: a DEVICE_FATAL event says so too). Never blocks and makes no system
+ * call while completions come; on a CQ that stays empty (more than 16 polls in a row) it
+ * yields the CPU each time, since the NIC (the daemons) runs on the same cores. */
 int odpemu_poll_cq(struct odpemu_cq *cq, int num_entries, struct odpemu_wc *wc);
+/* odpemu_poll_cq, and ts_ns[i] gets the CLOCK_MONOTONIC time in nanoseconds at which the
+ * daemon delivered completion i (ibv completion timestamps). */
+int odpemu_poll_cq_ts(struct odpemu_cq *cq, int num_entries, struct odpemu_wc *wc,
+		      uint64_t *ts_ns);
 /* Arm: the next completion (solicited_only: the next solicited or error completion) makes
  * the CQ's channel readable. 0 or errno. */
 int odpemu_req_notify_cq(struct odpemu_cq *cq, int solicited_only);
 /* Block (unless the channel fd is non-blocking: EAGAIN) until an armed CQ fires. 0 or
- * errno; EIO when the daemon died. */
+ * errno; EINTR when a signal interrupts the wait; EIO when the daemon died. */
 int odpemu_get_cq_event(struct odpemu_comp_channel *channel, struct odpemu_cq **cq,
 			void **cq_context);
 void odpemu_ack_cq_events(struct odpemu_cq *cq, unsigned int nevents);

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * odpemu/verbs_ext.h — what odpemu's drop-in libibverbs offers beyond rdma-core 44's ABI,
+ * for programs built against Debian 12's <infiniband/verbs.h> (rdma-core 44).
+ *
+ * 1. The FLUSH verb (IBA 1.5 "Memory Placement Extensions"). rdma-core 44 has none; later
+ *    rdma-core adds ibv_wr_flush and these constants with exactly these names, values and
+ *    signature, so code written for the later rdma-core builds against this header
+ *    unchanged. The method pointer sits right after struct ibv_qp_ex, where the later
+ *    rdma-core puts it, so binaries built against its headers call it too.
+ *    Use: register the target MR with IBV_ACCESS_FLUSH_GLOBAL and/or _PERSISTENT, create
+ *    the QP with ibv_create_qp_ex(send_ops_flags |= IBV_QP_EX_WITH_FLUSH), then
+ *    ibv_wr_start / ibv_wr_flush / ibv_wr_complete; the completion's opcode is IBV_WC_FLUSH.
+ * 2. The MR decoherence async event: a pinned MR whose pages the process unmapped or
+ *    remapped (DMA keeps reaching the old pages, as on hardware) is reported through
+ *    ibv_get_async_event with event_type ODPEMU_IBV_EVENT_MR_DECOHERENCE; the MR is
+ *    odpemu_ibv_event_mr(&event). Acknowledge it with ibv_ack_async_event as any other.
+ *
+ * Include after <infiniband/verbs.h>. Do not include with rdma-core >= 45 headers, which
+ * define the FLUSH names themselves.
+ */
+#ifndef ODPEMU_VERBS_EXT_H
+#define ODPEMU_VERBS_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* ---- FLUSH (later rdma-core's values) ---- */
+enum {
+	IBV_ACCESS_FLUSH_GLOBAL = 1 << 8,		/* enum ibv_access_flags */
+	IBV_ACCESS_FLUSH_PERSISTENT = 1 << 9,
+	IBV_WR_FLUSH = 14,				/* enum ibv_wr_opcode */
+	IBV_WC_FLUSH = 8,				/* enum ibv_wc_opcode */
+	IBV_QP_EX_WITH_FLUSH = 1 << 11,			/* enum ibv_qp_create_send_ops_flags */
+	IBV_ODP_SUPPORT_FLUSH = 1 << 6,			/* enum ibv_odp_transport_cap_bits */
+	IBV_ODP_SUPPORT_ATOMIC_WRITE = 1 << 7,
+};
+/* device_cap_flags_ex bits (ib_uverbs_device_cap_flags). */
+#define IB_UVERBS_DEVICE_FLUSH_GLOBAL		(1ULL << 38)
+#define IB_UVERBS_DEVICE_FLUSH_PERSISTENT	(1ULL << 39)
+#define IB_UVERBS_DEVICE_ATOMIC_WRITE		(1ULL << 40)
+
+/* ibv_wr_flush's type (bits) and level. */
+enum ib_placement_type {
+	IBV_FLUSH_GLOBAL = 1U << 0,
+	IBV_FLUSH_PERSISTENT = 1U << 1,
+};
+enum ib_selectivity_level {
+	IBV_FLUSH_RANGE = 0,	/* [remote_addr, remote_addr + len) */
+	IBV_FLUSH_MR,		/* the whole MR named by rkey */
+};
+
+/* The QP as the later rdma-core lays it out: struct ibv_qp_ex, then wr_flush. */
+struct odpemu_ibv_qp_ex_flush {
+	struct ibv_qp_ex qpx;
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr, size_t len,
+			 uint8_t type, uint8_t level);
+};
+
+static inline void ibv_wr_flush(struct ibv_qp_ex *qp, uint32_t rkey, uint64_t remote_addr,
+				size_t len, uint8_t type, uint8_t level)
+{
+	((struct odpemu_ibv_qp_ex_flush *)qp)->wr_flush(qp, rkey, remote_addr, len, type, level);
+}
+
+/* ---- MR decoherence ---- */
+#define ODPEMU_IBV_EVENT_MR_DECOHERENCE ((enum ibv_event_type)0x100)
+
+/* The MR an ODPEMU_IBV_EVENT_MR_DECOHERENCE event names (ibv_async_event has no MR member;
+ * the library stores it in the union's pointer). */
+static inline struct ibv_mr *odpemu_ibv_event_mr(const struct ibv_async_event *event)
+{
+	return (struct ibv_mr *)(void *)event->element.cq;
+}
+
+#endif
