@@ -275,6 +275,7 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 	}
 	d->port_up = d->netdev.up;
 	d->evict_last_ns = emu_now_ns();
+	emu_devnode_ensure();
 	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s",
 		opt->name, d->sock_path, d->netdev.name, d->netdev.mtu,
 		roce_mtu_bytes((enum roce_mtu)d->netdev.active_mtu),

@@ -164,6 +164,8 @@ void emu_session_set_uffd(struct emu_session *s, int uffd);
 /* ---- ctl.c: the control socket ---- */
 int emu_ctl_listen(struct emu_daemon *d);
 void emu_ctl_unlink(struct emu_daemon *d);
+/* devnode.c: make sure IPC_DEVNODE_DIR/IPC_DEVNODE_NAME exists (a warning if it cannot). */
+void emu_devnode_ensure(void);
 /* Handle one request of s (called when its socket is readable). */
 void emu_ctl_serve(struct emu_session *s);
 int emu_ctl_reply(struct emu_session *s, const struct ipc_hdr *req, int status,

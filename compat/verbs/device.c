@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compat.h"
+#include "ipc.h"
 
 static_assert(offsetof(struct cv_device, ops) == sizeof(struct ibv_device),
 	      "verbs_device.ops follows the ibv_device (offset 664 in rdma-core 44)");
@@ -46,9 +47,10 @@ static struct cv_device *device_new(const char *name)
 	/* RoCE reports the IB transport (rxe, mlx5): libfabric needs it for DGRAM. */
 	d->dev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
-	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", d->index);
-	snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs%d",
-		 d->index);
+	/* Every device names the one node odpemud provides (ipc.h: IPC_DEVNODE_NAME). */
+	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "%s", IPC_DEVNODE_NAME);
+	snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/%s",
+		 IPC_DEVNODE_NAME);
 	snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s", name);
 	devices[ndevices++] = d;
 	return d;
