@@ -54,7 +54,7 @@ void lib_ctx_free(struct lib_context *c)
 
 bool lib_ctx_dead(struct lib_context *c)
 {
-	return atomic_load_explicit(&c->dead, memory_order_relaxed) ||
+	return atomic_load_explicit(&c->dead, memory_order_relaxed) || lib_forked(c) ||
 	       (c->status && atomic_load_explicit(&c->status->fatal, memory_order_relaxed));
 }
 

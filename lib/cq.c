@@ -218,6 +218,10 @@ static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc,
 	uint32_t prod;
 	int n = 0;
 
+	if (lib_forked(c)) {	/* the ring is the parent's (fork.c) */
+		errno = ENODEV;
+		return -1;
+	}
 	/* A dead daemon's last completions (the flushes of its graceful stop) are still in
 	 * the ring, which stays mapped: hand them out before reporting the death. */
 	pthread_spin_lock(&cq->lock);

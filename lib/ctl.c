@@ -227,6 +227,8 @@ int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
 	pthread_mutex_lock(&c->tab_lock);
 	lib_table_remove(t, handle);
 	pthread_mutex_unlock(&c->tab_lock);
-	lib_evc_wait(evc);
+	/* A forked child has none of the threads that hold the parent's events. */
+	if (!lib_forked(c))
+		lib_evc_wait(evc);
 	return 0;
 }

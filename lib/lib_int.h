@@ -78,6 +78,7 @@ struct lib_context {
 	struct lib_table pds, mrs, channels, cqs, srqs, qps;
 
 	atomic_bool dead;		/* the daemon is gone: every call fails with ENODEV */
+	pid_t pid;			/* the process that opened it (fork.c); 0: not tracked */
 	_Atomic uint64_t live_check_ns;	/* last liveness probe of the control socket */
 
 	pthread_mutex_t ev_lock;	/* async events: the end-of-file state below */
@@ -101,6 +102,13 @@ void lib_set_error(struct lib_context *c, const char *fmt, ...)
 /* Ring the doorbell if the daemon's loop may be asleep (after the caller's release store
  * of a producer index). */
 void lib_doorbell(struct lib_context *c);
+
+/* ---- fork (fork.c) ---- */
+/* Remember an open context (a child closes its copy of the socket). 0 or -ENOMEM. */
+int lib_fork_track(struct lib_context *c);
+void lib_fork_untrack(struct lib_context *c);
+/* True in a child of the process that opened c: c is not this process's to use. */
+bool lib_forked(const struct lib_context *c);
 
 /* ---- control requests (ctl.c) ---- */
 struct lib_call {

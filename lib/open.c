@@ -116,6 +116,8 @@ ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *de
 		c->sock = rc;
 		rc = hello(c);
 	}
+	if (rc >= 0)
+		rc = lib_fork_track(c);
 	if (rc < 0) {
 		ctx_close_fds(c);
 		lib_ctx_free(c);
@@ -132,6 +134,7 @@ ODPEMU_EXPORT int odpemu_close_device(struct odpemu_context *context)
 	if (!context)
 		return lib_fail(EINVAL);
 	c = lib_ctx(context);
+	lib_fork_untrack(c);
 	ctx_close_fds(c);
 	lib_ctx_free(c);
 	return 0;

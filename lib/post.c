@@ -157,6 +157,10 @@ ODPEMU_EXPORT int odpemu_post_send(struct odpemu_qp *pub, struct odpemu_send_wr 
 
 	if (!pub || !bad_wr)
 		return lib_fail(EINVAL);
+	if (lib_forked(lib_ctx(pub->context))) {	/* the rings are the parent's (fork.c) */
+		*bad_wr = wr;
+		return lib_fail(ENODEV);
+	}
 	if (!send_state_ok(atomic_load_explicit(&qp->state, memory_order_relaxed))) {
 		*bad_wr = wr;
 		return lib_fail(EINVAL);
@@ -204,6 +208,10 @@ static int post_rwqes(struct lib_context *c, struct lib_wq *wq, struct odpemu_re
 	bool posted;
 	int rc = 0;
 
+	if (lib_forked(c)) {	/* the rings are the parent's (fork.c) */
+		*bad_wr = wr;
+		return lib_fail(ENODEV);
+	}
 	pthread_spin_lock(&wq->lock);
 	start = r->head;
 	for (; wr; wr = wr->next) {

@@ -98,24 +98,41 @@ static void mr_fill(struct cv_mr *m, struct ibv_pd *pd)
 	m->mr.rkey = m->odp->rkey;
 }
 
-/* odpemu addresses an MR by the process's virtual addresses: the iova must be addr. */
+/* odpemu addresses an MR by the process's virtual addresses: the iova must be addr. A
+ * pinned range becomes MADV_DONTFORK once registered (the registration replaces its
+ * mapping, so not before), when fork support is on. */
 static struct odpemu_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 			     unsigned int access)
 {
-	int odp_access = access_to_odp(access);
+	int odp_access = access_to_odp(access), rc;
 	struct odpemu_mr *mr;
+	bool dontfork;
 
 	if (odp_access < 0)
 		return NULL;
 	if (iova != (uintptr_t)addr)
 		return cv_fail_null(EOPNOTSUPP);
-	if (!(odp_access & ODPEMU_ACCESS_ON_DEMAND) && cv_fork_enabled() &&
-	    ibv_dontfork_range(addr, length))
+	dontfork = !(odp_access & ODPEMU_ACCESS_ON_DEMAND) && cv_fork_enabled();
+	if (!(mr = odpemu_reg_mr(cv_pd(pd)->odp, addr, length, odp_access)))
 		return NULL;
-	mr = odpemu_reg_mr(cv_pd(pd)->odp, addr, length, odp_access);
-	if (mr)
-		cv_fork_mr_registered();
+	cv_fork_mr_registered();
+	if (dontfork && (rc = ibv_dontfork_range(addr, length))) {
+		odpemu_dereg_mr(mr);
+		return cv_fail_null(rc);
+	}
 	return mr;
+}
+
+/* The other half of reg(). */
+static int unreg(struct odpemu_mr *mr, unsigned int access)
+{
+	void *addr = mr->addr;
+	size_t length = mr->length;
+	int rc = odpemu_dereg_mr(mr);
+
+	if (!rc && !(access & IBV_ACCESS_ON_DEMAND))
+		ibv_dofork_range(addr, length);
+	return rc;
 }
 
 CV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
@@ -166,7 +183,7 @@ CV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 
 	if (!mr)
 		return cv_fail(EINVAL);
-	if ((rc = odpemu_dereg_mr(m->odp)))
+	if ((rc = unreg(m->odp, m->access)))
 		return rc;
 	mr_untrack(cv_ctx(mr->context), m);
 	free(m);
@@ -182,7 +199,7 @@ CV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	struct cv_mr *m = (struct cv_mr *)mr;
 	struct odpemu_mr *old, *now;
 	struct ibv_pd *new_pd;
-	unsigned int new_access;
+	unsigned int new_access, old_access = m->access;
 
 	if (!mr || !flags || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
 	    ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context))) {
@@ -204,7 +221,7 @@ CV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	m->access = new_access;
 	mr_fill(m, new_pd);
 	pthread_mutex_unlock(&cv_ctx(mr->context)->lock);
-	if (odpemu_dereg_mr(old))
+	if (unreg(old, old_access))
 		return IBV_REREG_MR_ERR_CMD;
 	return 0;
 }

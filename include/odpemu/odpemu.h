@@ -17,6 +17,12 @@
  * /run/odpemu for root, $XDG_RUNTIME_DIR/odpemu otherwise). Opening it starts a session;
  * when the process exits or crashes the daemon frees everything the session created.
  *
+ * FORK. A session belongs to the process that opened the device. In a child, every
+ * context inherited from the parent is unusable: calls fail with ENODEV (odpemu_poll_cq
+ * returns -1) without touching the daemon or the rings, and the child's copy of the
+ * control socket is closed at the fork, so the parent's session still ends with the
+ * parent. A child that wants the device opens it again.
+ *
  * THREADS. Thread-safe as libibverbs is: control calls serialise on the context; post and
  * poll on one queue from several threads must be serialised by the caller, as libibverbs'
  * providers do internally (odpemu takes a per-queue lock, so concurrent calls are safe).

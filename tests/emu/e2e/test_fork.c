@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fork: a child inherits the parent's open device but may not use it (lib/fork.c).
+ *  - in the child every call on the inherited context fails with ENODEV before touching
+ *    the daemon or the rings: control verbs, post_send, post_recv, poll_cq;
+ *  - the child can open the device again and use it;
+ *  - the parent's pair keeps working while and after the child ran;
+ *  - the child's copy of the socket does not keep the parent's session alive: when the
+ *    parent closes its device while the child still lives, the daemon's session count
+ *    drops.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "ops.h"
+#include "t.h"
+
+#define LEN 4096u
+
+/* Runs in the child: 0 if every check held, else the number of the first that failed. */
+static int child_checks(struct h_env *e, struct h_pair *p)
+{
+	struct odpemu_wc wc;
+	struct odpemu_sge sge = { 0, 0, 0 };
+	struct odpemu_send_wr wr = { .opcode = ODPEMU_WR_SEND, .sg_list = &sge }, *bad = NULL;
+	struct odpemu_recv_wr rwr = { .sg_list = &sge }, *rbad = NULL;
+	struct odpemu_context *again;
+	struct odpemu_pd *pd;
+
+	errno = 0;
+	if (odpemu_alloc_pd(p->s[0].ctx) || errno != ENODEV)
+		return 1;
+	if (odpemu_poll_cq(p->s[0].cq, 1, &wc) != -1 || errno != ENODEV)
+		return 2;
+	if (odpemu_post_send(p->s[0].qp, &wr, &bad) != ENODEV || bad != &wr)
+		return 3;
+	if (odpemu_post_recv(p->s[0].qp, &rwr, &rbad) != ENODEV || rbad != &rwr)
+		return 4;
+	if (!strstr(odpemu_last_error(p->s[0].ctx), "before a fork"))
+		return 5;
+	if (!(again = h_open(e, 0)) || !(pd = odpemu_alloc_pd(again)))
+		return 6;
+	if (odpemu_dealloc_pd(pd) || odpemu_close_device(again))
+		return 7;
+	return 0;
+}
+
+static void pair_works(struct h_pair *p, struct h_mem *a, struct h_mem *b, const char *tag,
+		       struct t_rng *rng)
+{
+	h_data_ops(p, a, b, LEN, tag, rng);
+}
+
+static unsigned long long sessions(struct odpemu_context *c)
+{
+	return h_counter(c, ODPEMU_COUNTERS_DEVICE, 0, "sessions");
+}
+
+int main(int argc, char **argv)
+{
+	struct t_rng rng = { t_seed(argc, argv, 7) };
+	struct h_env e;
+	struct h_pair p = { 0 };
+	struct h_qp_opts o;
+	struct h_mem a, b;
+	struct odpemu_context *watcher;
+	int status = 0, pipefd[2];
+	pid_t pid;
+
+	h_up(&e, NULL, NULL, 120);
+	h_qp_opts_default(&o);
+	if (h_pair_up(&e, &p, &o)) {
+		h_down(&e);
+		return 1;
+	}
+	a.buf = h_cold(4 * LEN);
+	b.buf = h_cold(4 * LEN);
+	a.mr = odpemu_reg_mr(p.s[0].pd, a.buf, 4 * LEN, ODPEMU_ACCESS_LOCAL_WRITE |
+			     ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ);
+	b.mr = odpemu_reg_mr(p.s[1].pd, b.buf, 4 * LEN, ODPEMU_ACCESS_LOCAL_WRITE |
+			     ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ);
+	T_CHECK(a.mr && b.mr, "reg_mr: %m");
+	pair_works(&p, &a, &b, "before fork", &rng);
+
+	/* the child checks, then waits (holding its socket copies) until told to go */
+	if (pipe(pipefd) || (pid = fork()) < 0) {
+		T_CHECK(0, "fork: %m");
+		h_down(&e);
+		return 1;
+	}
+	if (pid == 0) {
+		char c;
+		int rc = child_checks(&e, &p);
+
+		close(pipefd[1]);
+		(void)!read(pipefd[0], &c, 1);
+		_exit(rc);
+	}
+	close(pipefd[0]);
+	pair_works(&p, &a, &b, "while the child lives", &rng);
+
+	/* the parent's session on host 1 ends when the parent closes it, child or not */
+	watcher = h_open(&e, 1);
+	T_EQ(sessions(watcher), 2, "sessions on host 1: the pair's and the watcher's");
+	odpemu_dereg_mr(a.mr);
+	odpemu_dereg_mr(b.mr);
+	h_pair_down(&p);
+	odpemu_close_device(p.s[0].ctx);
+	odpemu_close_device(p.s[1].ctx);
+	for (int i = 0; i < 200 && sessions(watcher) != 1; i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	T_EQ(sessions(watcher), 1, "the parent's session ended while its child lives");
+	odpemu_close_device(watcher);
+
+	close(pipefd[1]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		T_CHECK(0, "the child did not exit normally (status %#x)", status);
+	else
+		T_EQ(WEXITSTATUS(status), 0, "child's check that failed (0: none)");
+	T_EQ(h_down(&e), 0, "daemons exited cleanly");
+	return t_done("e2e-fork");
+}
