@@ -158,6 +158,8 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "stalls", qsum.stalls);
 	put(l, "evictions", d->ctr.evictions);
 	put(l, "host_invalidations", d->ctr.invalidations_host);
+	put(l, "mrs_pinned_shared", d->ctr.mrs_pinned_shared);
+	put(l, "mrs_pinned_by_address", d->ctr.mrs_pinned_by_address);
 	put(l, "uffd_events", d->ctr.uffd_events);
 	put(l, "mem_read_errors", d->ctr.mem_read_errors);
 	put(l, "mem_write_errors", d->ctr.mem_write_errors);

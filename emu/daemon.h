@@ -143,6 +143,7 @@ struct emu_daemon {
 		uint64_t sessions_total, requests, request_errors, ring_bad_wqe;
 		uint64_t mem_read_errors, mem_write_errors, evictions, uffd_events;
 		uint64_t invalidations_host, events_sent, events_dropped, rx_bad_src;
+		uint64_t mrs_pinned_shared, mrs_pinned_by_address;
 		uint64_t fault_lat_us[24];	/* fault submit -> answer delivered, log2 µs */
 	} ctr;
 	/* What destroyed MRs and QPs had counted, so device counters never go down. */
@@ -164,6 +165,14 @@ void emu_session_set_uffd(struct emu_session *s, int uffd);
 /* ---- ctl.c: the control socket ---- */
 int emu_ctl_listen(struct emu_daemon *d);
 void emu_ctl_unlink(struct emu_daemon *d);
+/* Host addresses of pinned MRs are the daemon's own mapping of the client's pages,
+ * tagged: PIN_TAG, touched with memcpy (memfds sealed against shrinking, which cannot
+ * fault), or PIN_TAG | PIN_GUARD_TAG, touched through process_vm_readv/writev on the
+ * daemon itself (files the client could truncate: a page gone is EFAULT, not SIGBUS). */
+#define PIN_TAG		(1ull << 62)
+#define PIN_GUARD_TAG	(1ull << 61)
+#define PIN_ADDR(host)	((host) & ~(PIN_TAG | PIN_GUARD_TAG))
+
 /* devnode.c: make sure IPC_DEVNODE_DIR/IPC_DEVNODE_NAME exists (a warning if it cannot). */
 void emu_devnode_ensure(void);
 /* Handle one request of s (called when its socket is readable). */

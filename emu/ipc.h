@@ -147,9 +147,14 @@ struct ipc_handle_rep {
 };
 
 /* ---- MR ----
- * Pinned MRs: the client has moved [va, va+len) page-rounded into memfds (its mapping is
- * MAP_SHARED of them); segs[] say which fd backs which part, in order, page aligned,
- * covering the rounded range; fd i belongs to seg i. ODP MRs: nsegs 0, no fds. */
+ * Pinned MRs: segs[] say which file holds which part of [va, va+len) page-rounded, in
+ * order, page aligned, covering the rounded range; fd i belongs to seg i. The files are
+ * the process's own pages: memfds the library moved private memory into (sealed against
+ * shrinking), or the shared objects the process maps. ODP MRs: nsegs 0, no fds.
+ * IPC_REG_MR_BY_ADDRESS: a pinned MR over memory the daemon cannot hold (hugetlb, an
+ * unreachable shared object): no segments; DMA follows the process's current mapping
+ * (as for ODP) and no decoherence is detected. */
+#define IPC_REG_MR_BY_ADDRESS	1u
 struct ipc_mr_seg {
 	uint64_t len;			/* bytes of the rounded range this fd backs */
 	uint64_t fd_offset;		/* where in the memfd */
@@ -159,7 +164,7 @@ struct ipc_reg_mr_req {
 	uint32_t access;		/* enum odpemu_access_flags */
 	uint32_t pd;
 	uint32_t nsegs;
-	uint32_t pad;
+	uint32_t flags;			/* IPC_REG_MR_* */
 	struct ipc_mr_seg segs[];	/* nsegs */
 };
 struct ipc_reg_mr_rep {

@@ -4,8 +4,9 @@
  *  - wire: the UDP socket (udp.c), flushed once per loop round;
  *  - host memory: process_vm_readv/writev into the client for ODP MRs (the kernel walks the
  *    client's current page tables, so an unmapped page is -EFAULT and a remapped one is the
- *    new page, as ODP promises); a plain memcpy for pinned MRs, whose pages the daemon maps
- *    (host addresses tagged PIN_TAG);
+ *    new page, as ODP promises); for pinned MRs, whose pages the daemon maps (host
+ *    addresses tagged PIN_TAG), a plain memcpy, or process_vm_*v on the daemon itself for
+ *    files the client could truncate (PIN_GUARD_TAG: EFAULT instead of SIGBUS);
  *  - fault handler: jobs for the fault thread (fault.c); answers come back on its eventfd
  *    and are delivered to nic/ when their injected delay is over;
  *  - events: the session's async event pipe; CQ notifications: its channel pipe.
@@ -17,8 +18,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-
-#define PIN_TAG (1ull << 62)
 
 /* The session of a client id, through a one-entry cache (emu_session_close clears it). */
 static struct emu_session *session_of(struct emu_daemon *d, uint32_t client)
@@ -39,11 +38,17 @@ static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_
 {
 	struct emu_daemon *d = ctx;
 	struct emu_session *s;
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)host, len };
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)PIN_ADDR(host), len };
 
-	if (host & PIN_TAG) {
-		memcpy(dst, (const void *)(uintptr_t)(host & ~PIN_TAG), len);
+	if ((host & (PIN_TAG | PIN_GUARD_TAG)) == PIN_TAG) {
+		memcpy(dst, (const void *)(uintptr_t)PIN_ADDR(host), len);
 		return 0;
+	}
+	if (host & PIN_GUARD_TAG) {
+		if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len)
+			return 0;
+		d->ctr.mem_read_errors++;
+		return -EFAULT;
 	}
 	if (!(s = session_of(d, client)) || process_vm_readv(s->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
 		d->ctr.mem_read_errors++;
@@ -56,11 +61,17 @@ static int port_write(void *ctx, uint32_t client, uint64_t host, const void *src
 {
 	struct emu_daemon *d = ctx;
 	struct emu_session *s;
-	struct iovec l = { (void *)src, len }, r = { (void *)(uintptr_t)host, len };
+	struct iovec l = { (void *)src, len }, r = { (void *)(uintptr_t)PIN_ADDR(host), len };
 
-	if (host & PIN_TAG) {
-		memcpy((void *)(uintptr_t)(host & ~PIN_TAG), src, len);
+	if ((host & (PIN_TAG | PIN_GUARD_TAG)) == PIN_TAG) {
+		memcpy((void *)(uintptr_t)PIN_ADDR(host), src, len);
 		return 0;
+	}
+	if (host & PIN_GUARD_TAG) {
+		if (process_vm_writev(getpid(), &l, 1, &r, 1, 0) == (ssize_t)len)
+			return 0;
+		d->ctr.mem_write_errors++;
+		return -EFAULT;
 	}
 	if (!(s = session_of(d, client)) || process_vm_writev(s->pid, &l, 1, &r, 1, 0) != (ssize_t)len) {
 		d->ctr.mem_write_errors++;

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon.h"
 
-#define PIN_TAG (1ull << 62)	/* host addresses of pinned MRs: the daemon's own mapping */
 
 /* The body must be exactly `want` bytes (variable ops check their arrays themselves). */
 #define WANT_BODY(r, type) \
@@ -191,32 +191,38 @@ static int op_destroy_cq(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_CQ
 
 /* ---- MR ---- */
 
-/* Is fd a memfd (the library's move of pinned pages)? The daemon maps these shared and
- * writable: anything else a client might pass (a file of its own) is refused. */
-static bool is_memfd(int fd)
+/* A pinned segment must be a regular file (memfd, shmem, a file): the client's pages.
+ * *sealed: it cannot shrink (the library's memfds), so touching it cannot fault. */
+static int pin_file(int fd, bool *sealed)
 {
-	char path[64], link[96];
-	ssize_t n;
+	struct stat st;
+	int seals;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return false;
-	link[n] = 0;
-	return !strncmp(link, "/memfd:", 7);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -EBADF;
+	seals = fcntl(fd, F_GET_SEALS);
+	*sealed = seals >= 0 && (seals & F_SEAL_SHRINK);
+	return 0;
 }
 
-/* Map the client's pinned segments contiguously: the daemon's view of the pinned pages. */
-static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **out, size_t *len)
+/* Map the client's pinned segments contiguously: the daemon's view of the pinned pages,
+ * writable when the MR lets the NIC write. *guarded: some segment could shrink. */
+static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **out, size_t *len,
+		    bool *guarded)
 {
 	uint64_t start = q->va & ~4095ull, end = (q->va + q->len + 4095) & ~4095ull, at = 0;
+	int prot = PROT_READ | ((q->access & ODPEMU_ACCESS_LOCAL_WRITE) ? PROT_WRITE : 0);
 	char *base;
+	bool sealed;
 
 	if (q->nsegs != r->nfds)
 		return -EBADF;
-	for (unsigned i = 0; i < r->nfds; i++)
-		if (!is_memfd(r->fds[i]))
+	*guarded = false;
+	for (unsigned i = 0; i < r->nfds; i++) {
+		if (pin_file(r->fds[i], &sealed))
 			return -EBADF;
+		*guarded |= !sealed;
+	}
 	base = mmap(NULL, end - start, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		    -1, 0);
 	if (base == MAP_FAILED)
@@ -225,8 +231,8 @@ static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **ou
 		const struct ipc_mr_seg *g = &q->segs[i];
 
 		if (!g->len || (g->len | g->fd_offset) & 4095 || g->len > end - start - at ||
-		    mmap(base + at, g->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			 r->fds[i], (off_t)g->fd_offset) == MAP_FAILED) {
+		    mmap(base + at, g->len, prot, MAP_SHARED | MAP_FIXED, r->fds[i],
+			 (off_t)g->fd_offset) == MAP_FAILED) {
 			munmap(base, end - start);
 			return -EINVAL;
 		}
@@ -238,6 +244,33 @@ static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **ou
 	}
 	*out = base;
 	*len = end - start;
+	return 0;
+}
+
+/* The MR's host address and what kind of pin it is; 0 or an error reply. */
+static int pin_host(struct emu_req *r, const struct ipc_reg_mr_req *q, struct nic_mr_init *init,
+		    void **pin, size_t *pin_len)
+{
+	bool guarded;
+	int rc;
+
+	if (!q->len || q->va + q->len < q->va || q->va + q->len > IOPT_VA_END)
+		return emu_reply_err(r, -EINVAL, "reg_mr: bad range");
+	if (q->flags & IPC_REG_MR_BY_ADDRESS) {
+		/* As ODP underneath: the pages are reached through the client's page tables. */
+		if (q->nsegs)
+			return emu_reply_err(r, -EINVAL, "reg_mr: a by-address MR has no segments");
+		init->access |= ODPEMU_ACCESS_ON_DEMAND;
+		r->s->d->ctr.mrs_pinned_by_address++;
+		return 0;
+	}
+	if ((rc = map_pins(r, q, pin, pin_len, &guarded)))
+		return emu_reply_err(r, rc, "reg_mr: the pinned segments do not cover the range "
+				     "(%u segments, %u fds) or cannot be mapped", q->nsegs, r->nfds);
+	init->host = PIN_TAG | (guarded ? PIN_GUARD_TAG : 0) |
+		     ((uint64_t)(uintptr_t)*pin + (q->va & 4095));
+	if (guarded)
+		r->s->d->ctr.mrs_pinned_shared++;
 	return 0;
 }
 
@@ -258,14 +291,12 @@ static int op_reg_mr(struct emu_req *r)
 	if (!(pd = emu_obj_get(r->s, q->pd, EMU_OBJ_PD)))
 		return emu_reply_err(r, -ENOENT, "reg_mr: no PD %u in this session", q->pd);
 	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access };
+	if (q->flags & ~IPC_REG_MR_BY_ADDRESS)
+		return emu_reply_err(r, -EINVAL, "reg_mr: unknown flags %#x", q->flags);
 	if (!(q->access & ODPEMU_ACCESS_ON_DEMAND)) {
-		if (!q->len || q->va + q->len < q->va || q->va + q->len > IOPT_VA_END)
-			return emu_reply_err(r, -EINVAL, "reg_mr: bad range");
-		if ((rc = map_pins(r, q, &pin, &pin_len)))
-			return emu_reply_err(r, rc, "reg_mr: the pinned segments do not cover the "
-					     "range (%u segments, %u fds)", q->nsegs, r->nfds);
-		init.host = PIN_TAG | ((uint64_t)(uintptr_t)pin + (q->va & 4095));
-	} else if (q->nsegs) {
+		if ((rc = pin_host(r, q, &init, &pin, &pin_len)))
+			return rc;
+	} else if (q->nsegs || q->flags) {
 		return emu_reply_err(r, -EINVAL, "reg_mr: an ODP MR has no segments");
 	}
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_MR)))

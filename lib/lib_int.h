@@ -227,7 +227,7 @@ struct lib_vma {
 	uint64_t offset;
 	dev_t dev;
 	ino_t ino;
-	char path[64];			/* truncated; enough to classify */
+	char path[256];			/* truncated beyond: opening by name checks the inode */
 };
 /* Every VMA of the process in address order. 0 or -errno; *vmas to free(). */
 int lib_maps_read(struct lib_vma **vmas, size_t *n);
@@ -237,12 +237,17 @@ struct lib_pin_seg {
 	uint64_t len, fd_offset;
 	int fd;				/* a duplicate the caller closes */
 };
-/* Move the page-rounded [addr, addr+len) into memfds the library holds (reusing those of
- * earlier moves) and describe it as segments in address order. 0 or -errno (EFAULT:
- * not mapped or not readable; EOPNOTSUPP: not private anonymous; E2BIG: more than max
- * segments); *why says what, for the caller's last_error. */
-int lib_pin_range(uintptr_t addr, size_t len, struct lib_pin_seg *segs, unsigned max,
-		  unsigned *nsegs, const char **why);
+/* Describe the page-rounded [addr, addr+len) as segments of files the daemon can map, in
+ * address order, so that it holds the very pages the process has: private memory is
+ * first moved into memfds the library holds (reusing those of earlier moves); shared
+ * memory is the object the process maps (opened by name, through a descriptor the
+ * process has open on it, or through /proc/self/map_files with privilege). write: the
+ * MR lets the NIC write (every page must be writable, as for a hardware pin).
+ * 0 or -errno: EFAULT (not mapped, not readable, or read-only with write), EOPNOTSUPP
+ * (memory the daemon cannot hold: hugetlb, special mappings, shared objects we cannot
+ * reach; nothing was moved), E2BIG (more than max segments); *why says what. */
+int lib_pin_range(uintptr_t addr, size_t len, bool write, struct lib_pin_seg *segs,
+		  unsigned max, unsigned *nsegs, const char **why);
 /* Tests: the number of registry entries (stale ones dropped first). */
 size_t lib_pin_entries(void);
 

@@ -78,23 +78,30 @@ union lib_reg_buf {
 	char bytes[sizeof(struct ipc_reg_mr_req) + IPC_MAX_MR_SEGS * sizeof(struct ipc_mr_seg)];
 };
 
-/* Move the range and fill the request's segments and fds (duplicates to close). */
+/* Fill the request's segments and fds (duplicates to close) for a pinned MR. Memory the
+ * daemon cannot hold (hugetlb, special mappings, shared objects this process cannot open
+ * again) is registered by address instead: DMA then follows the current mapping and no
+ * decoherence is detected (the daemon counts these: mrs_pinned_by_address). */
 static int pin(struct lib_context *c, union lib_reg_buf *b, void *addr, size_t length,
-	       int *fds)
+	       int access, int *fds)
 {
 	struct lib_pin_seg segs[IPC_MAX_MR_SEGS];
 	const char *why = "";
 	unsigned n = 0;
-	int rc = lib_pin_range((uintptr_t)addr, length, segs, IPC_MAX_MR_SEGS, &n, &why);
+	int rc = lib_pin_range((uintptr_t)addr, length, access & ODPEMU_ACCESS_LOCAL_WRITE, segs,
+			       IPC_MAX_MR_SEGS, &n, &why);
 
+	if (rc == -EOPNOTSUPP) {
+		b->req.flags = IPC_REG_MR_BY_ADDRESS;
+		return 0;
+	}
 	if (rc == -E2BIG) {
 		lib_set_error(c, "reg_mr %p+%zu: the range spans more than %d mappings; register "
 			      "it with ODPEMU_ACCESS_ON_DEMAND", addr, length, IPC_MAX_MR_SEGS);
 		return -EINVAL;
 	}
 	if (rc) {
-		lib_set_error(c, "reg_mr %p+%zu: %s%s", addr, length, why, rc == -EOPNOTSUPP ?
-			      "; register it with ODPEMU_ACCESS_ON_DEMAND" : "");
+		lib_set_error(c, "reg_mr %p+%zu: %s", addr, length, why);
 		return rc;
 	}
 	for (unsigned i = 0; i < n; i++) {
@@ -103,6 +110,31 @@ static int pin(struct lib_context *c, union lib_reg_buf *b, void *addr, size_t l
 		fds[i] = segs[i].fd;
 	}
 	b->req.nsegs = n;
+	return 0;
+}
+
+/* A by-address MR is made present at once, as a pin would (and an unmapped part fails
+ * the registration with EFAULT, as a pin would). 0 or -errno. */
+static int prefetch_all(struct odpemu_pd *pd, const struct lib_mr *mr, int access)
+{
+	enum odpemu_advise_mr_advice advice = (access & ODPEMU_ACCESS_LOCAL_WRITE) ?
+		ODPEMU_ADVISE_MR_ADVICE_PREFETCH_WRITE : ODPEMU_ADVISE_MR_ADVICE_PREFETCH;
+	uintptr_t at = (uintptr_t)mr->pub.addr, end = at + mr->pub.length;
+	const uint32_t chunk = 1u << 30;
+
+	while (at < end) {
+		struct odpemu_sge sge[IPC_MAX_ADVISE_SGE];
+		uint32_t n = 0;
+
+		for (; n < IPC_MAX_ADVISE_SGE && at < end; n++) {
+			uint32_t len = end - at < chunk ? (uint32_t)(end - at) : chunk;
+
+			sge[n] = (struct odpemu_sge){ at, len, mr->pub.lkey };
+			at += len;
+		}
+		if (odpemu_advise_mr(pd, advice, ODPEMU_ADVISE_MR_FLAG_FLUSH, sge, n))
+			return -errno;
+	}
 	return 0;
 }
 
@@ -142,8 +174,8 @@ static struct lib_mr *reg_mr(struct odpemu_pd *pd, void *addr, size_t length, in
 	struct lib_context *c = lib_ctx(pd->context);
 	bool implicit = !addr && length == SIZE_MAX && (access & ODPEMU_ACCESS_ON_DEMAND);
 	union lib_reg_buf b;
-	struct ipc_reg_mr_rep rep;
-	struct lib_mr *mr = NULL;
+	struct ipc_reg_mr_rep rep = { 0 };
+	struct lib_mr *mr;
 	int fds[IPC_MAX_MR_SEGS];
 
 	memset(&b, 0, sizeof(b));
@@ -151,15 +183,22 @@ static struct lib_mr *reg_mr(struct odpemu_pd *pd, void *addr, size_t length, in
 	b.req.len = implicit ? UINT64_MAX : (uint64_t)length;
 	b.req.access = (uint32_t)access;
 	b.req.pd = pd->handle;
-	*err = (access & ODPEMU_ACCESS_ON_DEMAND) ? 0 : pin(c, &b, addr, length, fds);
+	*err = (access & ODPEMU_ACCESS_ON_DEMAND) ? 0 : pin(c, &b, addr, length, access, fds);
 	if (!*err)
 		*err = reg(c, &b, fds, &rep);
 	for (unsigned i = 0; i < b.req.nsegs; i++)
 		close(fds[i]);
-	if (!*err && !(mr = mr_new(pd, addr, length, &rep))) {
-		lib_call_destroy(c, IPC_DEREG_MR, rep.handle);
+	if (*err)
+		return NULL;
+	if (!(mr = mr_new(pd, addr, length, &rep))) {
 		*err = -ENOMEM;
+	} else if ((b.req.flags & IPC_REG_MR_BY_ADDRESS) && (*err = prefetch_all(pd, mr, access))) {
+		lib_set_error(c, "reg_mr %p+%zu: part of the range is not mapped", addr, length);
+		lib_mr_free(mr);
+		mr = NULL;
 	}
+	if (!mr)
+		lib_call_destroy(c, IPC_DEREG_MR, rep.handle);
 	return mr;
 }
 

@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pinned MR memory: a real HCA pins pages, so after the process unmaps and remaps the
- * range, DMA still reaches the old pages. We get the same by moving the page-rounded
- * range into memfds the daemon maps too: each run of private anonymous memory is copied
- * into a fresh memfd which is then mapped MAP_SHARED|MAP_FIXED over the same addresses
- * with the same protection. The process sees the same bytes at the same addresses; the
- * daemon holds the pages whatever the process later does with its mapping.
+ * range, DMA still reaches the old pages. We get the same by handing the daemon files
+ * that hold those very pages, which it maps:
+ *  - private memory (anonymous, the heap, stacks, a file's private mapping such as the
+ *    data segment): each run is copied into a fresh memfd which is then mapped
+ *    MAP_SHARED|MAP_FIXED over the same addresses with the same protection. The process
+ *    sees the same bytes at the same addresses; the daemon holds the pages whatever the
+ *    process later does with its mapping. The memfds are sealed against shrinking, so
+ *    the daemon may touch them with a plain memcpy;
+ *  - shared memory (MAP_SHARED files, shmem, memfds, shared anonymous memory): the
+ *    object itself, opened by its name, through a descriptor the process has open on it,
+ *    or through /proc/self/map_files (which needs CAP_SYS_ADMIN or
+ *    CAP_CHECKPOINT_RESTORE). Its pages are the process's pages, as a hardware pin's are;
+ *  - hugetlb and special mappings ([vdso], ...) and shared objects we cannot reach are
+ *    refused (EOPNOTSUPP) with nothing moved: the caller registers them by address
+ *    (pd_mr.c), the weaker guarantee docs/emu.md describes.
  *
  * A registry remembers the memfds we created (fd, inode), so a later registration that
  * overlaps moved memory reuses them instead of moving again (it could not: the memory
@@ -18,13 +28,16 @@
  * threaded programs); fork children share the moved pages (MAP_SHARED) instead of
  * getting copies. One global lock serialises moves.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,10 +64,29 @@ static bool is_pin_vma(const struct lib_vma *v)
 	return v->shared && !strcmp(v->path, PIN_PATH);
 }
 
-static bool is_private_anon(const struct lib_vma *v)
+/* What a VMA is to the pin. */
+enum vma_kind {
+	VMA_MOVABLE,		/* private: copied into a memfd of ours */
+	VMA_SHARED,		/* a shared object: the daemon maps it */
+	VMA_UNPINNABLE,		/* hugetlb, special: registered by address instead */
+};
+
+static bool is_hugetlb_anon(const struct lib_vma *v)
 {
-	return !v->shared && !v->ino && (!v->path[0] || !strcmp(v->path, "[heap]") ||
-		!strcmp(v->path, "[stack]") || !strncmp(v->path, "[anon:", 6));
+	return !strncmp(v->path, "/anon_hugepage", 14);
+}
+
+static bool is_special(const struct lib_vma *v)
+{
+	return !strcmp(v->path, "[vvar]") || !strcmp(v->path, "[vdso]") ||
+	       !strcmp(v->path, "[vsyscall]") || !strncmp(v->path, "[vvar_", 6);
+}
+
+static enum vma_kind kind_of(const struct lib_vma *v)
+{
+	if (is_special(v) || is_hugetlb_anon(v))
+		return VMA_UNPINNABLE;
+	return v->shared ? VMA_SHARED : VMA_MOVABLE;
 }
 
 static struct pin_entry *entry_of(const struct lib_vma *v)
@@ -136,12 +168,14 @@ static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_
 		    uintptr_t end)
 {
 	size_t len = end - start;
-	int fd = memfd_create(LIB_PIN_NAME, MFD_CLOEXEC);
+	int fd = memfd_create(LIB_PIN_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	int rc;
 
 	if (fd < 0)
 		return -errno;
-	rc = ftruncate(fd, (off_t)len) ? -errno : fill_memfd(fd, start, len);
+	/* Sealed against shrinking: the daemon's plain memcpy into it can never fault. */
+	rc = ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) ? -errno :
+	     fill_memfd(fd, start, len);
 	if (!rc)
 		rc = add_entry(start, len, fd);
 	if (rc) {
@@ -164,11 +198,14 @@ static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_
 
 struct pin_walk {
 	uintptr_t start, end;		/* page-rounded range */
+	bool write;			/* the MR lets the NIC write */
 	const struct lib_vma *vmas;
 	size_t n;
 	bool move;			/* false: only check and count */
 	struct lib_pin_seg *segs;
 	unsigned max, nsegs;
+	int opened[IPC_MAX_MR_SEGS];	/* shared objects opened for segments */
+	unsigned nopened;
 	const char *why;
 };
 
@@ -189,15 +226,150 @@ static int add_seg(struct pin_walk *w, int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* The end of the run of contiguous private anonymous readable VMAs from vmas[*i] on,
- * clipped to the range; *i is left at the run's last VMA. */
-static uintptr_t anon_run_end(const struct pin_walk *w, size_t *i)
+static void close_opened(struct pin_walk *w)
 {
-	while (*i + 1 < w->n && w->vmas[*i].end < w->end &&
-	       w->vmas[*i + 1].start == w->vmas[*i].end && is_private_anon(&w->vmas[*i + 1]) &&
-	       (w->vmas[*i + 1].prot & PROT_READ))
+	while (w->nopened)
+		close(w->opened[--w->nopened]);
+}
+
+/* As a hardware pin: every page readable, and writable when the NIC may write. */
+static int check_prot(struct pin_walk *w, const struct lib_vma *v)
+{
+	if (!(v->prot & PROT_READ)) {
+		w->why = "part of the range is not readable";
+		return -EFAULT;
+	}
+	if (w->write && !(v->prot & PROT_WRITE)) {
+		w->why = "part of the range is read-only and the MR lets the NIC write to it";
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/* The end of the run of contiguous movable VMAs from vmas[*i] on, clipped to the range;
+ * *i is left at the run's last VMA. */
+static uintptr_t movable_run_end(const struct pin_walk *w, size_t *i)
+{
+	while (*i + 1 < w->n && w->vmas[*i].end < w->end) {
+		const struct lib_vma *next = &w->vmas[*i + 1];
+
+		if (next->start != w->vmas[*i].end || kind_of(next) != VMA_MOVABLE ||
+		    is_pin_vma(next) || !(next->prot & PROT_READ) ||
+		    (w->write && !(next->prot & PROT_WRITE)))
+			break;
 		(*i)++;
+	}
 	return w->vmas[*i].end < w->end ? w->vmas[*i].end : w->end;
+}
+
+static bool same_object(int fd, const struct lib_vma *v)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_dev == v->dev &&
+	       st.st_ino == v->ino;
+}
+
+/* A descriptor this process has open on v's object, opened anew through /proc/self/fd
+ * with the mode we need; -1 if none. */
+static int reopen_open_fd(const struct lib_vma *v, int flags)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+
+	if (!d)
+		return -1;
+	while (found < 0 && (de = readdir(d))) {
+		char path[64];
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if ((fd = open(path, flags)) < 0)
+			continue;
+		if (same_object(fd, v))
+			found = fd;
+		else
+			close(fd);
+	}
+	closedir(d);
+	return found;
+}
+
+/* A new descriptor on the object v maps, or -1: by its name, through a descriptor we
+ * hold on it, or through map_files (privileged). The inode is checked each time. */
+static int open_backing(const struct lib_vma *v, bool write)
+{
+	int flags = (write ? O_RDWR : O_RDONLY) | O_CLOEXEC, fd;
+	char path[80];
+
+	if (v->path[0] == '/' && (fd = open(v->path, flags)) >= 0) {
+		if (same_object(fd, v))
+			return fd;
+		close(fd);
+	}
+	if ((fd = reopen_open_fd(v, flags)) >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)v->start,
+		 (unsigned long)v->end);
+	if ((fd = open(path, flags)) >= 0) {
+		if (same_object(fd, v))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+#define HUGETLBFS_MAGIC_ 0x958458f6	/* linux/magic.h */
+
+/* A shared object: the daemon maps the object itself at the VMA's file offset. */
+static uintptr_t shared_step(struct pin_walk *w, const struct lib_vma *v, uintptr_t cur,
+			     uintptr_t stop, int *rc)
+{
+	struct statfs sf;
+	int fd;
+
+	if (w->nopened == IPC_MAX_MR_SEGS) {
+		w->why = "the range spans too many mappings";
+		*rc = -E2BIG;
+		return 0;
+	}
+	if ((fd = open_backing(v, w->write)) < 0) {
+		w->why = "shared memory whose object this process cannot open again (keep a "
+			 "descriptor on it, or give it CAP_SYS_ADMIN for /proc/self/map_files)";
+		*rc = -EOPNOTSUPP;
+		return 0;
+	}
+	w->opened[w->nopened++] = fd;
+	if (!fstatfs(fd, &sf) && (unsigned long)sf.f_type == HUGETLBFS_MAGIC_) {
+		w->why = "hugetlb memory";
+		*rc = -EOPNOTSUPP;
+		return 0;
+	}
+	*rc = add_seg(w, fd, v->offset + (cur - v->start), stop - cur);
+	return *rc ? 0 : stop;
+}
+
+/* Private memory: moved into a memfd of ours (or only counted, in the check pass). */
+static uintptr_t move_step(struct pin_walk *w, size_t *i, uintptr_t cur, int *rc)
+{
+	size_t first = *i;
+	uintptr_t stop = movable_run_end(w, i);
+	struct pin_entry *e;
+
+	if (!w->move) {
+		*rc = add_seg(w, -1 - (int)first, 0, stop - cur);	/* a distinct fake fd */
+		return *rc ? 0 : stop;
+	}
+	if ((*rc = move_run(w->vmas, w->n, first, cur, stop))) {
+		w->why = "moving the range into shared memory failed";
+		return 0;
+	}
+	e = &pin_ents[pin_n - 1];
+	*rc = add_seg(w, e->fd, 0, stop - cur);
+	return *rc ? 0 : stop;
 }
 
 /* One step at address cur in vmas[*i]: returns the address after what it covered or 0
@@ -207,38 +379,24 @@ static uintptr_t step(struct pin_walk *w, size_t *i, uintptr_t cur, int *rc)
 	const struct lib_vma *v = &w->vmas[*i];
 	uintptr_t stop = v->end < w->end ? v->end : w->end;
 	struct pin_entry *e;
-	size_t first = *i;
 
-	*rc = 0;
-	if (!(v->prot & PROT_READ)) {
-		w->why = "part of the range is not readable";
-		*rc = -EFAULT;
+	if ((*rc = check_prot(w, v)))
 		return 0;
-	}
 	if (is_pin_vma(v) && (e = entry_of(v))) {
 		*rc = add_seg(w, e->fd, v->offset + (cur - v->start), stop - cur);
 		return *rc ? 0 : stop;
 	}
-	if (!is_private_anon(v)) {
-		w->why = is_pin_vma(v) ? "the range was pinned by another copy of libodpemu" :
-			 v->shared ? "the range is shared memory, not private anonymous memory" :
-			 "the range is file-backed, not private anonymous memory";
+	switch (kind_of(v)) {
+	case VMA_MOVABLE:
+		return move_step(w, i, cur, rc);
+	case VMA_SHARED:
+		return shared_step(w, v, cur, stop, rc);
+	case VMA_UNPINNABLE:
+	default:
+		w->why = is_special(v) ? "a special mapping of the kernel" : "hugetlb memory";
 		*rc = -EOPNOTSUPP;
 		return 0;
 	}
-	stop = anon_run_end(w, i);
-	if (w->move) {
-		*rc = move_run(w->vmas, w->n, first, cur, stop);
-		if (*rc) {
-			w->why = "moving the range into shared memory failed";
-			return 0;
-		}
-		e = &pin_ents[pin_n - 1];
-		*rc = add_seg(w, e->fd, 0, stop - cur);
-	} else {
-		*rc = add_seg(w, -1 - (int)first, 0, stop - cur);	/* a distinct fake fd */
-	}
-	return *rc ? 0 : stop;
 }
 
 static int walk(struct pin_walk *w)
@@ -247,6 +405,7 @@ static int walk(struct pin_walk *w)
 	size_t i = 0;
 	int rc = 0;
 
+	close_opened(w);
 	w->nsegs = 0;
 	while (i < w->n && w->vmas[i].end <= cur)
 		i++;
@@ -350,15 +509,16 @@ static int pin_locked(struct pin_walk *w)
 	}
 	if (!rc)
 		rc = dup_fds(w->segs, w->nsegs);
+	close_opened(w);
 	free(vmas);
 	return rc;
 }
 
-int lib_pin_range(uintptr_t addr, size_t len, struct lib_pin_seg *segs, unsigned max,
-		  unsigned *nsegs, const char **why)
+int lib_pin_range(uintptr_t addr, size_t len, bool write, struct lib_pin_seg *segs,
+		  unsigned max, unsigned *nsegs, const char **why)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	struct pin_walk w = { .segs = segs, .max = max, .why = "" };
+	struct pin_walk w = { .segs = segs, .max = max, .write = write, .why = "" };
 	int rc;
 
 	*nsegs = 0;

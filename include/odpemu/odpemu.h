@@ -32,10 +32,11 @@
  * table. Pinned MRs (no ON_DEMAND) behave like hardware pins: registration moves the pages
  * of the (page-rounded) range into shared memory the daemon holds, so after the process
  * unmaps and remaps that range the MR still reaches the old pages and the process gets an
- * ODPEMU_EVENT_MR_DECOHERENCE async event. Only private anonymous memory (malloc, mmap
- * MAP_ANONYMOUS|MAP_PRIVATE, stack) can be registered pinned; register other memory with
- * ON_DEMAND. See docs/emu.md for the caveats (threads writing the range during
- * registration, fork).
+ * ODPEMU_EVENT_MR_DECOHERENCE async event. Private memory is moved into shared memory the
+ * daemon maps; shared memory (files, shmem, memfds) is mapped by the daemon as it is;
+ * memory the daemon cannot hold (hugetlb) is registered by address, the weaker guarantee
+ * of docs/emu.md (DMA follows the current mapping, no decoherence event). See docs/emu.md
+ * for the caveats (threads writing the range during registration, fork).
  */
 #ifndef ODPEMU_ODPEMU_H
 #define ODPEMU_ODPEMU_H
@@ -171,8 +172,8 @@ struct odpemu_mr {
 };
 /* ibv_reg_mr. access: enum odpemu_access_flags. Implicit ODP: addr NULL, length SIZE_MAX,
  * ODPEMU_ACCESS_ON_DEMAND. NULL with errno: EINVAL (flags, REMOTE_WRITE/ATOMIC without
- * LOCAL_WRITE, zero length), EFAULT (pinned: the range is not fully mapped), EOPNOTSUPP
- * (pinned: memory other than private anonymous), ENOMEM. */
+ * LOCAL_WRITE, zero length), EFAULT (pinned: the range is not fully mapped or readable, or
+ * not writable while access has LOCAL_WRITE), ENOMEM. */
 struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length, int access);
 /* Safe while traffic is in flight (its keys stop matching at once). Pinned MRs leave the
  * process's pages as they are (shared with nobody once the daemon lets go). */

@@ -53,7 +53,7 @@ static void test_malloc_move(void)
 	uintptr_t base = (uintptr_t)buf & ~(page - 1);
 
 	pattern(buf, len, 7);
-	T_EQ(lib_pin_range((uintptr_t)buf, len, s, 4, &n, &why), 0, "pin malloc");
+	T_EQ(lib_pin_range((uintptr_t)buf, len, false, s, 4, &n, &why), 0, "pin malloc");
 	T_EQ(n, 1, "one segment");
 	T_EQ(s[0].fd_offset, 0, "fresh memfd from 0");
 	T_EQ(s[0].len, (((uintptr_t)buf + len + page - 1) & ~(page - 1)) - base, "rounded len");
@@ -69,7 +69,7 @@ static void test_malloc_move(void)
 		probe == 0x5a, "shared with the memfd");
 
 	/* A sub-range registers again without moving: same memfd, offset inside it. */
-	T_EQ(lib_pin_range((uintptr_t)buf + 3 * page + 100, 5000, s2, 4, &n2, &why), 0, "sub");
+	T_EQ(lib_pin_range((uintptr_t)buf + 3 * page + 100, 5000, false, s2, 4, &n2, &why), 0, "sub");
 	T_EQ(n2, 1, "sub: one segment");
 	T_EQ(ino_of(s2[0].fd), ino_of(s[0].fd), "sub reuses the memfd");
 	T_EQ(s2[0].fd_offset, (((uintptr_t)buf + 3 * page + 100) & ~(page - 1)) - base, "sub offset");
@@ -93,8 +93,8 @@ static void test_mixed_runs(void)
 	struct lib_vma v;
 
 	pattern(p, 4 * page, 3);
-	T_EQ(lib_pin_range((uintptr_t)p + page, 2 * page, m, 4, &k, &why), 0, "pin middle");
-	T_EQ(lib_pin_range((uintptr_t)p, 4 * page, s, 4, &n, &why), 0, "pin all");
+	T_EQ(lib_pin_range((uintptr_t)p + page, 2 * page, false, m, 4, &k, &why), 0, "pin middle");
+	T_EQ(lib_pin_range((uintptr_t)p, 4 * page, false, s, 4, &n, &why), 0, "pin all");
 	T_EQ(n, 3, "new + reused + new");
 	T_EQ(ino_of(s[1].fd), ino_of(m[0].fd), "middle reused");
 	T_EQ(s[1].fd_offset, 0, "middle offset");
@@ -109,7 +109,7 @@ static void test_mixed_runs(void)
 	p = t_anon(3);
 	pattern(p, 3 * page, 4);
 	mprotect(p + page, page, PROT_READ);
-	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, s, 4, &n, &why), 0, "pin split prot");
+	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, false, s, 4, &n, &why), 0, "pin split prot");
 	T_EQ(n, 1, "one memfd for a run of VMAs");
 	T_CHECK(t_vma_at((uintptr_t)p + page, &v) && v.prot == PROT_READ && v.shared,
 		"read-only page stays read-only");
@@ -119,33 +119,97 @@ static void test_mixed_runs(void)
 	munmap(p, 3 * page);
 }
 
-static void test_refused(void)
+/* The segment maps the same object as the process: a byte written through one is read
+ * through the other. */
+static bool same_pages(const struct lib_pin_seg *seg, volatile uint8_t *mine)
+{
+	uint8_t *theirs = mmap(NULL, t_page(), PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd,
+			       (off_t)seg->fd_offset);
+	bool same;
+
+	if (theirs == MAP_FAILED)
+		return false;
+	theirs[7] = 0x5a;
+	same = mine[7] == 0x5a;
+	munmap(theirs, t_page());
+	return same;
+}
+
+static void test_other_memory(void)
 {
 	size_t page = t_page();
-	char path[] = "/tmp/odpemu-pin-XXXXXX";
+	char path[] = "/tmp/odpemu-t-XXXXXX";
 	int fd = mkstemp(path);
 	struct lib_pin_seg s[4];
 	unsigned n = 0;
 	const char *why;
 	struct lib_vma v;
-	void *f, *sh;
-	uint8_t *p;
+	uint8_t *f, *sh, *ro, *huge;
+	int rc;
 
 	unlink(path);
-	T_CHECK(fd >= 0 && !ftruncate(fd, (off_t)page), "tmp file");
+	T_CHECK(fd >= 0 && !ftruncate(fd, (off_t)(2 * page)), "tmp file");
+	/* a private file mapping (the data segment's kind) moves like anonymous memory */
 	f = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	T_EQ(lib_pin_range((uintptr_t)f, 100, s, 4, &n, &why), -EOPNOTSUPP, "file-backed");
-	T_CHECK(strstr(why, "file-backed"), "why: %s", why);
+	f[5] = 42;
+	T_EQ(lib_pin_range((uintptr_t)f, 100, true, s, 4, &n, &why), 0, "private file mapping");
+	T_CHECK(t_vma_at((uintptr_t)f, &v) && v.shared && strstr(v.path, LIB_PIN_NAME),
+		"moved into a pin memfd");
+	T_EQ(f[5], 42, "content kept");
+	close_segs(s, n);
 	munmap(f, page);
+
+	/* a shared file mapping whose file is deleted but open: the object itself */
+	f = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	T_EQ(lib_pin_range((uintptr_t)f + page, 100, true, s, 4, &n, &why), 0, "shared file");
+	T_CHECK(n == 1 && s[0].fd_offset == page && s[0].len == page, "its offset in the file");
+	T_CHECK(n == 1 && same_pages(&s[0], f + page), "the same pages as the process");
+	T_CHECK(t_vma_at((uintptr_t)f, &v) && !strstr(v.path, LIB_PIN_NAME), "not moved");
+	close_segs(s, n);
+	munmap(f, 2 * page);
 	close(fd);
 
+	/* shared anonymous memory: reachable through /proc/self/map_files with privilege */
 	sh = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	T_EQ(lib_pin_range((uintptr_t)sh, 100, s, 4, &n, &why), -EOPNOTSUPP, "shared anon");
+	rc = lib_pin_range((uintptr_t)sh, 100, true, s, 4, &n, &why);
+	T_CHECK(rc == 0 || (rc == -EOPNOTSUPP && geteuid() != 0), "shared anon: %d", rc);
+	if (!rc) {
+		T_CHECK(n == 1 && same_pages(&s[0], sh), "shared anon: the same pages");
+		close_segs(s, n);
+	}
 	munmap(sh, page);
+
+	/* read-only memory cannot be pinned for the NIC to write, as with hardware */
+	ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	T_EQ(lib_pin_range((uintptr_t)ro, 100, true, s, 4, &n, &why), -EFAULT, "read-only, write");
+	T_CHECK(strstr(why, "read-only"), "why: %s", why);
+	T_EQ(lib_pin_range((uintptr_t)ro, 100, false, s, 4, &n, &why), 0, "read-only, no write");
+	close_segs(s, n);
+	munmap(ro, page);
+
+	/* hugetlb memory (when the machine has huge pages): refused, nothing moved */
+	huge = mmap(NULL, 2u << 20, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (huge != MAP_FAILED) {
+		huge[0] = 1;
+		T_EQ(lib_pin_range((uintptr_t)huge, 100, true, s, 4, &n, &why), -EOPNOTSUPP,
+		     "hugetlb");
+		munmap(huge, 2u << 20);
+	}
+}
+
+static void test_refused(void)
+{
+	size_t page = t_page();
+	struct lib_pin_seg s[4];
+	unsigned n = 0;
+	const char *why;
+	struct lib_vma v;
+	uint8_t *p;
 
 	p = t_anon(3);
 	munmap(p + page, page);
-	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, s, 4, &n, &why), -EFAULT, "hole");
+	T_EQ(lib_pin_range((uintptr_t)p, 3 * page, false, s, 4, &n, &why), -EFAULT, "hole");
 	T_CHECK(strstr(why, "not mapped"), "why: %s", why);
 	T_CHECK(t_vma_at((uintptr_t)p, &v) && !v.shared && !v.path[0],
 		"nothing moved before the refusal");
@@ -153,9 +217,9 @@ static void test_refused(void)
 
 	p = t_anon(2);
 	mprotect(p + page, page, PROT_NONE);
-	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, s, 4, &n, &why), -EFAULT, "PROT_NONE");
+	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, false, s, 4, &n, &why), -EFAULT, "PROT_NONE");
 	munmap(p, 2 * page);
-	T_EQ(lib_pin_range(UINTPTR_MAX - 10, 100, s, 4, &n, &why), -EFAULT, "wraps");
+	T_EQ(lib_pin_range(UINTPTR_MAX - 10, 100, false, s, 4, &n, &why), -EFAULT, "wraps");
 }
 
 /* munmap + mmap anew at the same address: the entry is stale, the new memory moves. */
@@ -170,7 +234,7 @@ static void test_stale(void)
 
 	pattern(p, 2 * page, 9);
 	before = lib_pin_entries();
-	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, s, 4, &n, &why), 0, "pin");
+	T_EQ(lib_pin_range((uintptr_t)p, 2 * page, false, s, 4, &n, &why), 0, "pin");
 	old = ino_of(s[0].fd);
 	close_segs(s, n);
 	T_EQ(lib_pin_entries(), before + 1, "entry added");
@@ -180,7 +244,7 @@ static void test_stale(void)
 	T_CHECK(q == p, "remapped at the same address");
 	T_EQ(lib_pin_entries(), before, "stale entry dropped");
 	pattern(q, 2 * page, 10);
-	T_EQ(lib_pin_range((uintptr_t)q, 2 * page, s, 4, &n, &why), 0, "pin again");
+	T_EQ(lib_pin_range((uintptr_t)q, 2 * page, false, s, 4, &n, &why), 0, "pin again");
 	T_CHECK(n == 1 && ino_of(s[0].fd) != old, "a new memfd");
 	T_CHECK(pattern_ok(q, 2 * page, 10), "new content");
 	close_segs(s, n);
@@ -199,11 +263,11 @@ static void test_too_many(void)
 	struct lib_vma v;
 
 	for (int i = 0; i < 40; i += 2) {
-		T_EQ(lib_pin_range((uintptr_t)p + (size_t)i * page, page, s, 1, &n, &why), 0, "pin");
+		T_EQ(lib_pin_range((uintptr_t)p + (size_t)i * page, page, false, s, 1, &n, &why), 0, "pin");
 		close_segs(s, n);
 	}
 	before = lib_pin_entries();
-	T_EQ(lib_pin_range((uintptr_t)p, 40 * page, s, IPC_MAX_MR_SEGS, &n, &why), -E2BIG, "E2BIG");
+	T_EQ(lib_pin_range((uintptr_t)p, 40 * page, false, s, IPC_MAX_MR_SEGS, &n, &why), -E2BIG, "E2BIG");
 	T_EQ(n, 0, "no segments");
 	T_EQ(lib_pin_entries(), before, "nothing moved");
 	T_CHECK(t_vma_at((uintptr_t)p + page, &v) && !v.shared, "odd pages still private");
@@ -230,7 +294,7 @@ static __attribute__((noinline)) void test_stack(void)
 #endif
 	for (int i = 0; i < 256; i++)
 		buf[i] = (uint8_t)i;
-	rc = lib_pin_range((uintptr_t)buf, sizeof(buf), s, 4, &n, &why);
+	rc = lib_pin_range((uintptr_t)buf, sizeof(buf), false, s, 4, &n, &why);
 	T_EQ(rc, 0, "pin stack");
 	T_CHECK(t_vma_at((uintptr_t)buf, &v) && !strcmp(v.path, PIN_PATH), "stack page moved");
 	for (int i = 0; i < 256; i++)
@@ -242,6 +306,7 @@ int main(void)
 {
 	test_malloc_move();
 	test_mixed_runs();
+	test_other_memory();
 	test_refused();
 	test_stale();
 	test_too_many();

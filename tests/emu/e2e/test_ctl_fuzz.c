@@ -142,7 +142,8 @@ static void structured(struct h_env *e, struct odpemu_context *good)
 		T_CHECK(pd && odpemu_dealloc_pd(pd) == 0, "the owner can still free its PD");
 	}
 	{
-		/* a pinned MR whose "memfd" is some other file: refused, never mapped */
+		/* a pinned MR whose segment is not a regular file (/dev/null): refused, never
+		 * mapped */
 		struct {
 			struct ipc_reg_mr_req q;
 			struct ipc_mr_seg seg;
@@ -151,7 +152,7 @@ static void structured(struct h_env *e, struct odpemu_context *good)
 
 		request(fd, IPC_VERSION, IPC_ALLOC_PD, 0, NULL, 0, 0, 0, 0, "alloc_pd");
 		request(fd, IPC_VERSION, IPC_REG_MR, 0, &mr, sizeof(mr), 0, 1, -EBADF,
-			"pinned MR backed by a file that is not a memfd");
+			"pinned MR backed by a device file");
 	}
 	close(fd);
 	still_serving(good, "structured bad requests");
