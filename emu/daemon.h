@@ -87,7 +87,9 @@ struct emu_session {
 	struct emu_daemon *d;
 	struct emu_session *next;
 	struct emu_io sock_io, db_io, uffd_io;
-	int sock, doorbell, uffd, event_wr;
+	int sock, doorbell, event_wr;
+	int uffd;			/* the client's userfaultfd: we register ranges on it */
+	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
 	pid_t pid;
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */
@@ -160,7 +162,7 @@ struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type);
 void emu_obj_free(struct emu_obj *o);
 void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint32_t handle);
 void emu_session_arm(struct emu_session *s, int fd, struct emu_io *io);
-void emu_session_set_uffd(struct emu_session *s, int uffd);
+void emu_session_set_uffd(struct emu_session *s, int uffd, int relay);
 
 /* ---- ctl.c: the control socket ---- */
 int emu_ctl_listen(struct emu_daemon *d);

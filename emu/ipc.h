@@ -38,7 +38,7 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		2	/* 2: ipc_cqe.ts_ns */
+#define IPC_VERSION		3	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -91,7 +91,13 @@ struct ipc_hello_req {
 	uint32_t client_version;	/* IPC_VERSION again, for the log */
 	uint32_t flags;			/* IPC_HELLO_* */
 };
+/* HELLO's fds with IPC_HELLO_HAS_UFFD: [0] the process's userfaultfd, shared by every
+ * device the process opens (one VMA can belong to one userfaultfd): the daemon registers
+ * ranges on it and never reads it; [1] a SOCK_SEQPACKET socket on which the library's
+ * relay thread forwards every event it reads from the userfaultfd, to every device of
+ * the process: messages of whole struct uffd_msg records (at most IPC_UFFD_RELAY_MSGS). */
 #define IPC_HELLO_HAS_UFFD	1u
+#define IPC_UFFD_RELAY_MSGS	16
 /* What the library asks of its userfaultfd (UFFDIO_API): the non-cooperative events, and
  * write-protect registration of shmem (pinned MRs' memfds). The daemon registers ranges
  * in write-protect mode and never protects a page, so no ordinary fault is intercepted. */

@@ -2,14 +2,16 @@
 /*
  * notifier — the MMU notifier of odpemud: userfaultfd non-cooperative events.
  *
- * The library creates a userfaultfd in the client with the UNMAP, REMOVE and REMAP events
- * (ipc.h IPC_UFFD_FEATURES) and hands it to the daemon. Ranges are registered in
- * write-protect mode, and no page is ever write-protected, so the client's ordinary page
- * faults never reach us; only its munmap, madvise(MADV_DONTNEED) and mremap of registered
- * memory do. The kernel makes the unmapping thread wait until the daemon has read the event
- * (userfaultfd_event_wait_completion), so the IOPT is invalidated before the call returns
- * in the client, within the width of this read-then-invalidate step: for UNMAP the pages are
- * already gone, and ODP copies go through the live page tables, so none reaches old pages.
+ * The library creates one userfaultfd per client process with the UNMAP, REMOVE and REMAP
+ * events (ipc.h IPC_UFFD_FEATURES) and hands every device it opens a duplicate, plus a
+ * socket on which its relay thread forwards each event it reads to every device (one VMA
+ * can be registered with one userfaultfd only, so every device of the process shares it).
+ * Ranges are registered in write-protect mode, and no page is ever write-protected, so the
+ * client's ordinary page faults never reach us; only its munmap, madvise(MADV_DONTNEED)
+ * and mremap of registered memory do. The kernel makes the unmapping thread wait until the
+ * relay has read the event (userfaultfd_event_wait_completion); we invalidate when the
+ * relayed copy arrives. Within that window the pages are already gone (UNMAP) and ODP
+ * copies go through the live page tables, so none reaches old pages.
  *
  * What gets registered: the fault handler registers every VMA it resolves a fault against
  * (fault.c), so every page an ODP MR's IOPT holds lies in a watched VMA; pinned MRs are
@@ -18,6 +20,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -57,10 +60,10 @@ static void unblock(struct emu_session *s, uint64_t addr)
 
 void emu_uffd_read(struct emu_session *s)
 {
-	struct uffd_msg msg[16];
+	struct uffd_msg msg[IPC_UFFD_RELAY_MSGS];
 
 	for (int round = 0; round < 64; round++) {
-		ssize_t got = read(s->uffd, msg, sizeof(msg));
+		ssize_t got = recv(s->uffd_relay, msg, sizeof(msg), MSG_DONTWAIT);
 
 		if (got <= 0)
 			return;		/* EAGAIN: all read */

@@ -70,14 +70,15 @@ static void on_uffd(struct emu_io *io, const struct io_uring_cqe *cqe)
 
 	if (!s->dead && cqe->res > 0)
 		emu_uffd_read(s);
-	poll_done(s, cqe, s->uffd, io);
+	poll_done(s, cqe, s->uffd_relay, io);
 }
 
-void emu_session_set_uffd(struct emu_session *s, int uffd)
+void emu_session_set_uffd(struct emu_session *s, int uffd, int relay)
 {
 	s->uffd = uffd;
+	s->uffd_relay = relay;
 	s->uffd_io.fn = on_uffd;
-	emu_session_arm(s, uffd, &s->uffd_io);
+	emu_session_arm(s, relay, &s->uffd_io);
 }
 
 /* Only the daemon's user, its group, or root may use the device (the socket is 0660). */
@@ -103,7 +104,7 @@ int emu_session_accept(struct emu_daemon *d, int fd)
 	s->sock = fd;
 	s->pid = cr.pid;
 	s->uid = cr.uid;
-	s->uffd = s->event_wr = -1;
+	s->uffd = s->uffd_relay = s->event_wr = -1;
 	s->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->id = d->next_client++;
 	if (s->doorbell < 0) {
@@ -217,7 +218,7 @@ static void cancel_polls(struct emu_session *s)
 {
 	struct emu_io *ios[] = { &s->sock_io, &s->db_io, &s->uffd_io };
 
-	for (unsigned i = 0; i < (s->uffd >= 0 ? 3u : 2u); i++) {
+	for (unsigned i = 0; i < (s->uffd_relay >= 0 ? 3u : 2u); i++) {
 		struct io_uring_sqe *sqe = emu_loop_sqe(&s->d->loop);
 
 		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)ios[i]);
@@ -242,6 +243,8 @@ void emu_session_close(struct emu_session *s)
 	close(s->doorbell);
 	if (s->uffd >= 0)
 		close(s->uffd);
+	if (s->uffd_relay >= 0)
+		close(s->uffd_relay);
 	if (s->event_wr >= 0)
 		close(s->event_wr);
 	free(s->objs);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,16 @@ static bool is_uffd(int fd)
 	return !strcmp(link, "anon_inode:[userfaultfd]");
 }
 
+/* The relay of the client's userfaultfd events must be a SOCK_SEQPACKET socket: records
+ * arrive whole. */
+static bool is_seqpacket(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_SEQPACKET;
+}
+
 /* A pipe that carries events to a client: our write end never blocks the loop; the
  * client's read end blocks, as a kernel event fd does (ibv_get_cq_event and
  * ibv_get_async_event wait unless the client makes it non-blocking itself). The two ends
@@ -78,9 +89,10 @@ static int op_hello(struct emu_req *r)
 	if (event_pipe(p))
 		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
-	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 1 && is_uffd(r->fds[0])) {
-		emu_session_set_uffd(s, r->fds[0]);
-		r->fds[0] = -1;
+	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 2 && is_uffd(r->fds[0]) &&
+	    is_seqpacket(r->fds[1])) {
+		emu_session_set_uffd(s, r->fds[0], r->fds[1]);
+		r->fds[0] = r->fds[1] = -1;
 		rep.notifier = 1;
 	}
 	s->event_wr = p[1];

@@ -20,6 +20,7 @@ struct lib_context *lib_ctx_alloc(void)
 	c->pub.num_comp_vectors = 1;
 	c->sock = -1;
 	c->doorbell_fd = -1;
+	c->relay_peer = -1;
 	pthread_mutex_init(&c->ctl_lock, NULL);
 	pthread_mutex_init(&c->err_lock, NULL);
 	pthread_mutex_init(&c->tab_lock, NULL);

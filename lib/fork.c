@@ -27,12 +27,13 @@ static _Atomic pid_t self_pid;
 static void in_child(void)
 {
 	atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+	lib_relay_forget();	/* its relay peers are closed there */
 	for (size_t i = 0; i < ctx_n; i++) {
 		struct lib_context *c = ctx_list[i];
 
 		if (c->sock >= 0)
 			close(c->sock);
-		c->sock = -1;
+		c->sock = c->relay_peer = -1;
 		pthread_mutex_init(&c->ctl_lock, NULL);
 		pthread_mutex_init(&c->err_lock, NULL);
 		pthread_mutex_init(&c->tab_lock, NULL);

@@ -68,6 +68,7 @@ struct lib_context {
 	int doorbell_fd;
 	struct ipc_status_page *status;	/* the daemon's page, mapped read-only */
 	uint32_t session, daemon_pid, notifier;
+	int relay_peer;			/* our end of the userfaultfd relay (relay.c), or -1 */
 
 	pthread_mutex_t ctl_lock;	/* one request at a time; seq */
 	uint32_t seq;
@@ -254,5 +255,15 @@ size_t lib_pin_entries(void);
 /* ---- userfaultfd for HELLO (uffd.c) ---- */
 /* A userfaultfd with the API handshake done, or -1 when the kernel refuses one. */
 int lib_uffd_open(void);
+
+/* ---- the process's userfaultfd and its relay thread (relay.c) ---- */
+/* For a new session: a duplicate of the process's userfaultfd and the daemon's end of a
+ * relay socket (both to send with HELLO, then close), and our end (*peer, to pass to
+ * lib_relay_leave). 0 or -errno (no userfaultfd here: the device works without a
+ * notifier). */
+int lib_relay_join(int *uffd, int *relay, int *peer);
+void lib_relay_leave(int peer);
+/* In a fork child: forget the parent's (fork.c). */
+void lib_relay_forget(void);
 
 #endif

@@ -46,26 +46,28 @@ static int map_status(struct lib_context *c, int fd)
 	return 0;
 }
 
-/* The userfaultfd goes to the daemon and our copy is closed at once: were we to keep it,
- * a munmap in this process would wait for a dead daemon to read the event, forever. */
+/* The process's userfaultfd and a relay socket go to the daemon (relay.c): every device
+ * of the process learns of every unmap. */
 static int hello(struct lib_context *c)
 {
 	struct ipc_hello_req req = { .client_version = IPC_VERSION };
 	struct ipc_hello_rep rep;
-	int uffd = lib_uffd_open(), fds[3];
+	int notifier[2], fds[3];
 	struct lib_call call = {
 		.op = IPC_HELLO, .req = &req, .req_len = sizeof(req),
-		.fds = &uffd, .nfds = uffd >= 0,
+		.fds = notifier, .nfds = 0,
 		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep),
 		.rfds = fds, .nrfds = 3,
 	};
 	int rc;
 
-	if (uffd >= 0)
+	if (!lib_relay_join(&notifier[0], &notifier[1], &c->relay_peer)) {
 		req.flags = IPC_HELLO_HAS_UFFD;
+		call.nfds = 2;
+	}
 	rc = lib_call(c, &call);
-	if (uffd >= 0)
-		close(uffd);
+	for (unsigned i = 0; i < call.nfds; i++)
+		close(notifier[i]);
 	if (rc)
 		return rc;
 	c->pub.async_fd = fds[0];
@@ -93,7 +95,8 @@ static void ctx_close_fds(struct lib_context *c)
 		close(c->doorbell_fd);
 	if (c->sock >= 0)
 		close(c->sock);
-	c->pub.async_fd = c->doorbell_fd = c->sock = -1;
+	lib_relay_leave(c->relay_peer);
+	c->pub.async_fd = c->doorbell_fd = c->sock = c->relay_peer = -1;
 }
 
 ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *device)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The userfaultfd handed to the daemon at HELLO: its notifier learns of every unmap,
- * discard and remap of MR memory from it (docs/emu.md, "MMU notifier"). The library only
- * creates it; the daemon registers ranges and reads events. */
+/* The process's userfaultfd (one, made by relay.c): every daemon the process talks to
+ * registers ranges on it, and the relay thread forwards its events, so their notifiers
+ * learn of every unmap, discard and remap of MR memory (docs/emu.md, "MMU notifier"). */
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>

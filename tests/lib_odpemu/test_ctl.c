@@ -20,7 +20,7 @@ static char dir[] = "/tmp/odpemu-ctl-XXXXXX";
 struct fake {
 	int lsock, conn;
 	int async_w;			/* write end of the session's event pipe */
-	bool uffd_is_uffd;		/* HELLO carried a real userfaultfd */
+	bool uffd_is_uffd;		/* HELLO carried a real userfaultfd and a relay socket */
 	uint8_t mr_bytes[64];		/* what the pinned MR's memfd held at REG_MR */
 	uint32_t mr_nsegs;
 	pthread_t thread;
@@ -35,6 +35,14 @@ static bool is_uffd(int fd)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, link, sizeof(link) - 1);
 	return n == (ssize_t)strlen(want) && !memcmp(link, want, (size_t)n);
+}
+
+static bool is_seqpacket(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_SEQPACKET;
 }
 
 static void reply(struct fake *f, const struct ipc_hdr *req, int32_t status, const void *body,
@@ -86,7 +94,8 @@ static void do_hello(struct fake *f, const struct ipc_hdr *h, const int *fds, un
 	int p[2], out[3];
 	struct ipc_status_page *sp;
 
-	f->uffd_is_uffd = nfds == 1 && (req->flags & IPC_HELLO_HAS_UFFD) && is_uffd(fds[0]);
+	f->uffd_is_uffd = nfds == 2 && (req->flags & IPC_HELLO_HAS_UFFD) && is_uffd(fds[0]) &&
+			  is_seqpacket(fds[1]);
 	if (pipe2(p, O_CLOEXEC))
 		abort();
 	f->async_w = p[1];
@@ -273,8 +282,9 @@ static void test_session(struct fake *f, struct odpemu_context *ctx)
 
 	if (probe >= 0) {
 		close(probe);
-		T_CHECK(f->uffd_is_uffd, "HELLO carried a userfaultfd");
-		T_EQ(count_uffds(), 1, "the library closed its copy (only the daemon's is left)");
+		T_CHECK(f->uffd_is_uffd, "HELLO carried a userfaultfd and a relay socket");
+		/* the relay's own, and the fake daemon's duplicate of it: one per process */
+		T_EQ(count_uffds(), 2, "the library keeps one userfaultfd for the process");
 	}
 	T_CHECK(c->status && c->doorbell_fd >= 0 && ctx->async_fd >= 0, "HELLO's three fds");
 	T_EQ(odpemu_query_device(ctx, &da), 0, "query_device");
