@@ -115,3 +115,47 @@ demo_stale_row() {
     "$base.out"
   return 1
 }
+
+# demo_verbs_row <n> <label> <odpemu-run> <odpemu-ctl> <pingpong args...>: an unmodified
+# Debian program, ibv_rc_pingpong, through odpemu's drop-in libibverbs (odpemu-run), with
+# its own data check (-c). The faults column is the responder's page faults over the run
+# (odpemu-ctl stat on host b).
+demo_verbs_row() {
+  local n=$1 label=$2 run=$3 ctl=$4; shift 4
+  local base="$demo_rundir/run$n" spid cpid k rc=1 before after iters
+  demo_say "  $n. $label: odpemu-run ibv_rc_pingpong $*"
+  if ! command -v ibv_rc_pingpong >/dev/null; then
+    demo_row "$n" "$label" "FAILED (no ibv_rc_pingpong)" - - -
+    demo_fail "$n" "ibv_rc_pingpong is missing: apt-get install ibverbs-utils"
+    return 1
+  fi
+  before=$(demo_faults "$ctl" "${demo_dev[1]}")
+  demo_spawn 1 60 "$base.server" "$base.server" "$run" --rundir "$demo_rundir" \
+    ibv_rc_pingpong -d "${demo_dev[1]}" -p "$demo_perf_port" "$@"
+  spid=$demo_last_pid
+  for ((k = 0; k < 20 && rc != 0; k++)); do	# the server listens soon: retry a while
+    sleep 0.2
+    demo_spawn 0 60 "$base.client" "$base.client" "$run" --rundir "$demo_rundir" \
+      ibv_rc_pingpong -d "${demo_dev[0]}" -p "$demo_perf_port" "$@" "${demo_addr[1]}"
+    cpid=$demo_last_pid
+    demo_wait "$cpid"
+    rc=$?
+    grep -qs "Couldn't connect" "$base.client" || break
+  done
+  demo_end "$spid" 10
+  after=$(demo_faults "$ctl" "${demo_dev[1]}")
+  iters=$(grep -o '[0-9.]* usec/iter' "$base.client" | head -n 1)
+  if [ "$rc" -ne 0 ] || [ -z "$iters" ]; then
+    demo_row "$n" "$label" "FAILED (exit $rc)" - - -
+    demo_fail "$n" "ibv_rc_pingpong exited $rc" "$base.client" "$base.server"
+    return 1
+  fi
+  demo_row "$n" "$label" "${iters% usec/iter} us per round trip" "$((after - before))" - \
+    "data verified"
+}
+
+# demo_faults <odpemu-ctl> <device>: its page_faults counter (0 when unreadable).
+demo_faults() {
+  "$1" stat -d "$2" 2>/dev/null | awk '$1 == "page_faults" { print $2; found = 1 }
+    END { if (!found) print 0 }'
+}
