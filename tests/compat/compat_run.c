@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/* compat_run — see compat_run.h. */
+#include "compat_run.h"
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "t.h"
+
+void cr_push_list(struct cr_args *a, const char *const *list)
+{
+	for (int i = 0; list && list[i] && a->n < 63; i++)
+		a->v[a->n++] = list[i];
+	a->v[a->n] = NULL;
+}
+
+void cr_push(struct cr_args *a, ...)
+{
+	va_list ap;
+	const char *s;
+
+	va_start(ap, a);
+	while ((s = va_arg(ap, const char *)) && a->n < 63)
+		a->v[a->n++] = s;
+	va_end(ap);
+	a->v[a->n] = NULL;
+}
+
+void cr_pushf(struct cr_args *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (a->nown == 8)
+		abort();	/* a test with too many formatted words: make own[] larger */
+	va_start(ap, fmt);
+	vsnprintf(a->own[a->nown], sizeof(a->own[0]), fmt, ap);
+	va_end(ap);
+	cr_push(a, a->own[a->nown++], NULL);
+}
+
+const char *cr_cmdline(const struct cr_args *a)
+{
+	static char buf[1024];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < a->n && len < sizeof(buf); i++)
+		len += snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? " " : "", a->v[i]);
+	return buf;
+}
+
+void cr_need(const char *prog, const char *package)
+{
+	const char *path = getenv("PATH");
+	char dir[512], file[600];
+
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, path);
+		snprintf(file, sizeof(file), "%s/%s", *dir ? dir : ".", prog);
+		if (access(file, X_OK) == 0)
+			return;
+		path += n + (path[n] == ':');
+	}
+	printf("%s is not installed (apt-get install %s): skipped\n", prog, package);
+	exit(T_SKIP);
+}
+
+/* In a sanitizer build the drop-in library needs the sanitizer runtimes, which must come
+ * before everything else in an uninstrumented program: meson passes them in
+ * $ODPEMU_COMPAT_PRELOAD. Leak checking stays off there, as it would report the
+ * programs' own leaks. */
+const char *const *cr_preload_env(void)
+{
+	static char preload[600], asan[600];
+	static const char *env[3];
+	const char *libs = getenv("ODPEMU_COMPAT_PRELOAD"), *opts = getenv("ASAN_OPTIONS");
+
+	if (libs && *libs && !env[0]) {
+		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", libs);
+		snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0", opts ? opts : "",
+			 opts && *opts ? ":" : "");
+		env[0] = preload;
+		env[1] = asan;
+	}
+	return env;
+}
+
+const char *const *cr_env(void)
+{
+	static char lib[600];
+	static const char *env[4];
+	const char *dir = getenv("ODPEMU_COMPAT_DIR");
+	int n = 0;
+
+	if (!dir || !*dir) {
+		fprintf(stderr, "compat: $ODPEMU_COMPAT_DIR is not set: run this test with "
+			"meson test --suite compat\n");
+		exit(1);
+	}
+	snprintf(lib, sizeof(lib), "LD_LIBRARY_PATH=%s", dir);
+	env[n++] = lib;
+	for (const char *const *p = cr_preload_env(); *p; p++)
+		env[n++] = *p;
+	env[n] = NULL;
+	return env;
+}
+
+static int exit_code(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+int cr_run(struct h_env *e, int host, const struct cr_args *a, const char *const *extra,
+	   char **out, int timeout_s)
+{
+	const char *env[16];
+	int n = 0;
+
+	for (const char *const *p = cr_env(); *p && n < 15; p++)
+		env[n++] = *p;
+	for (int i = 0; extra && extra[i] && n < 15; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	return tr_run(e, host, a->v, env, out, timeout_s);
+}
+
+/* A port nothing listens on now: the kernel's pick for a wildcard bind. */
+static unsigned kernel_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+unsigned cr_port(struct h_env *e)
+{
+	static unsigned next = 18515;	/* the pingpong and perftest default */
+	unsigned port = e->netns ? 0 : kernel_free_port();
+
+	return port ? port : next++;
+}
+
+/* Is this TCP socket inode one of pid's open files? */
+static bool owns_socket(pid_t pid, unsigned long inode)
+{
+	char dir[64], path[320], link[64], want[64];
+	struct dirent *d;
+	bool found = false;
+	DIR *fds;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof(want), "socket:[%lu]", inode);
+	if (!(fds = opendir(dir)))
+		return false;
+	while (!found && (d = readdir(fds))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			found = !strcmp(link, want);
+		}
+	}
+	closedir(fds);
+	return found;
+}
+
+/* Does pid itself hold a socket listening on TCP port? /proc/PID/net/tcp{,6} list every
+ * socket of pid's network namespace; the inode says whose it is (another program may
+ * listen on the same port, and before `ip netns exec` has entered the namespace pid still
+ * sees the parent's). */
+static bool listens(pid_t pid, unsigned port)
+{
+	static const char *const files[] = { "tcp", "tcp6" };
+	bool found = false;
+
+	for (int f = 0; f < 2 && !found; f++) {
+		char path[64], line[512];
+		FILE *in;
+
+		snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)pid, files[f]);
+		if (!(in = fopen(path, "r")))
+			continue;
+		while (!found && fgets(line, sizeof(line), in)) {
+			unsigned lport, state;
+			unsigned long inode;
+
+			if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x "
+				   "%*x %*u %*u %lu", &lport, &state, &inode) == 3 &&
+			    lport == port && state == 0x0A /* TCP_LISTEN */)
+				found = owns_socket(pid, inode);
+		}
+		fclose(in);
+	}
+	return found;
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until p listens on port: false when it exits first or timeout_ms passes. */
+static bool wait_listen(struct tr_proc *p, unsigned port, int timeout_ms)
+{
+	for (int k = 0; k < timeout_ms / 10; k++) {
+		if (listens(p->pid, port))
+			return true;
+		if (waitpid(p->pid, &p->status, WNOHANG) == p->pid)
+			return false;
+		p->status = -1;
+		nap_ms(10);
+	}
+	return false;
+}
+
+/* prog -d dev -p port opts... [server] */
+static void side_args(struct cr_args *a, const char *prog, const char *const *opts,
+		      unsigned port, const char *dev, const char *server)
+{
+	memset(a, 0, sizeof(*a));
+	cr_push(a, prog, "-d", dev, "-p", NULL);
+	cr_pushf(a, "%u", port);
+	cr_push_list(a, opts);
+	if (server)
+		cr_push(a, server, NULL);
+}
+
+unsigned cr_hangs;
+
+/* A program that hangs is a bug report: print where its threads are (gdb, if installed,
+ * itself bounded) before it is killed. */
+static void show_stacks(const struct tr_proc *p, const struct cr_args *a, int timeout_s)
+{
+	char cmd[200];
+
+	fprintf(stderr, "---- %s (pid %d) still runs after %d s; its stacks:\n", cr_cmdline(a),
+		(int)p->pid, timeout_s);
+	snprintf(cmd, sizeof(cmd), "timeout -k 2 10 gdb -p %d -batch -ex 'thread apply all bt' "
+		 "2>/dev/null | grep -E '^(#|Thread)' >&2", (int)p->pid);
+	if (system(cmd))
+		fprintf(stderr, "(none: gdb is not installed or could not attach)\n");
+}
+
+/* Has p exited within timeout_s (0: now)? Reaps it. */
+static bool exited(struct tr_proc *p, int timeout_s)
+{
+	for (int k = 0; p->status < 0 && k <= timeout_s * 100; k++) {
+		if (waitpid(p->pid, &p->status, WNOHANG) == p->pid)
+			return true;
+		p->status = -1;
+		nap_ms(10);
+	}
+	return p->status >= 0;
+}
+
+/* Reap p (started as a) within timeout_s, else show its stacks and kill it: its exit
+ * code; its output into *out. */
+static int collect(struct tr_proc *p, const struct cr_args *a, int timeout_s, char **out)
+{
+	int code;
+
+	if (!exited(p, timeout_s)) {
+		cr_hangs++;
+		show_stacks(p, a, timeout_s);
+	}
+	code = exit_code(tr_wait(p, 0));
+	*out = tr_output(p);
+	unlink(p->out);
+	return code;
+}
+
+int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, struct cr_pair *r,
+		int timeout_s)
+{
+	unsigned port = cr_port(e);
+	struct tr_proc s, c;
+	char msg[128];
+
+	memset(r, 0, sizeof(*r));
+	r->sexit = r->cexit = -1;
+	side_args(&r->server, prog, opts, port, e->host[1].name, NULL);
+	side_args(&r->client, prog, opts, port, e->host[0].name, e->host[1].addr);
+	if (tr_start(e, 1, r->server.v, cr_env(), &s))
+		return -1;
+	if (!wait_listen(&s, port, 20000)) {
+		r->sexit = collect(&s, &r->server, 0, &r->sout);
+		snprintf(msg, sizeof(msg), "(not started: the server never listened on TCP port "
+			 "%u)", port);
+		r->cout = strdup(msg);
+		return -1;
+	}
+	if (tr_start(e, 0, r->client.v, cr_env(), &c)) {
+		r->sexit = collect(&s, &r->server, 0, &r->sout);
+		r->cout = strdup("(fork failed)");
+		return -1;
+	}
+	r->cexit = collect(&c, &r->client, timeout_s, &r->cout);
+	/* the server ends with the client, or has nobody left to talk to */
+	r->sexit = collect(&s, &r->server, 10, &r->sout);
+	return 0;
+}
+
+void cr_pair_show(const struct cr_pair *r)
+{
+	fprintf(stderr, "---- server (host 1), exit %d: %s\n", r->sexit, cr_cmdline(&r->server));
+	fprintf(stderr, "%s\n", r->sout ? r->sout : "");
+	fprintf(stderr, "---- client (host 0), exit %d: %s\n", r->cexit, cr_cmdline(&r->client));
+	fprintf(stderr, "%s\n----\n", r->cout ? r->cout : "");
+}
+
+bool cr_pair_ok(const struct cr_pair *r, const char *want)
+{
+	unsigned long failed = t_failures;
+
+	T_CHECK(r->sexit == 0, "%s: server exit %d", r->server.v[0], r->sexit);
+	T_CHECK(r->cexit == 0, "%s: client exit %d", r->client.v[0], r->cexit);
+	if (want)
+		T_CHECK(r->cout && strstr(r->cout, want), "%s: client output lacks '%s'",
+			r->client.v[0], want);
+	if (t_failures != failed)
+		cr_pair_show(r);
+	return t_failures == failed;
+}
+
+void cr_pair_free(struct cr_pair *r)
+{
+	free(r->sout);
+	free(r->cout);
+	r->sout = r->cout = NULL;
+}
+
+double cr_counter(struct h_env *e, const char *dev, const char *name)
+{
+	const char *argv[] = { tr_ctl(), "stat", "-d", dev, "--json", NULL };
+	char expr[128], *out = NULL;
+	double v = -1;
+
+	if (tr_run(e, -1, argv, NULL, &out, 20) == 0) {
+		snprintf(expr, sizeof(expr), "d[\"devices\"][0][\"counters\"][\"%s\"]", name);
+		v = tr_json_num(out, expr);
+	}
+	if (v < 0)
+		fprintf(stderr, "compat: no counter %s in odpemu-ctl stat -d %s --json:\n%s\n", name,
+			dev, out ? out : "(not run)");
+	free(out);
+	return v;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One perftest program (argv[1]: ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw,
+ * ib_write_lat, ib_read_lat or ib_send_lat) on odpemu's libibverbs.so.1: the server
+ * (-d odpb) on host 1, the client (-d odpa <host 1>) on host 0, both exit 0 and the client
+ * prints its result table. Each program plain and with --odp (perftest refuses --odp for
+ * atomics); bandwidth programs also every size (-a), 1 MiB messages and 8 QPs.
+ * Page faults on odpb: none on pinned memory, some with --odp.
+ *
+ * perftest 4.5-0.17 facts the runs rely on: -F keeps a CPU-frequency mismatch from failing
+ * the run; -a always runs 2 B .. 8 MiB (no flag caps it), so it runs with few iterations;
+ * atomics refuse -s and -a ("Message size cannot be changed for Atomic tests").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat_run.h"
+#include "t.h"
+
+#define TABLE "#bytes"	/* the header of every result table (RESULT_FMT*) */
+
+static struct h_env env;
+
+enum faults { ANY, NONE, SOME };	/* what odpb's page_faults must do over a run */
+
+struct run {
+	const char *opts[8];	/* after -F */
+	const char *want;	/* in the client's output */
+	enum faults faults;
+};
+
+static const struct run bw_runs[] = {
+	{ { "-n", "200" }, TABLE, NONE },
+	{ { "--odp", "-n", "200" }, TABLE, SOME },
+	/* -a ends at MAX_SIZE, 8 MiB: its row must be there */
+	{ { "-a", "-n", "20" }, "\n 8388608 ", ANY },
+	{ { "-s", "1048576", "-n", "200" }, TABLE, ANY },
+	{ { "-q", "8", "-n", "200" }, TABLE, ANY },
+};
+
+static const struct run atomic_runs[] = {
+	{ { "-n", "200" }, TABLE, NONE },
+	{ { "-q", "8", "-n", "200" }, TABLE, ANY },
+};
+
+static const struct run lat_runs[] = {
+	{ { "-n", "200" }, TABLE, NONE },
+	{ { "--odp", "-n", "200" }, TABLE, SOME },
+};
+
+static void one(const char *prog, const struct run *run)
+{
+	struct cr_args o = { 0 };
+	struct cr_pair r;
+	double before = run->faults == ANY ? 0 : cr_counter(&env, env.host[1].name, "page_faults");
+	double faults = 0;
+	bool ok;
+
+	cr_push(&o, "-F", NULL);
+	cr_push_list(&o, run->opts);
+	cr_pair_run(&env, prog, o.v, &r, 30);
+	ok = cr_pair_ok(&r, run->want);
+	if (ok && run->faults != ANY)
+		faults = cr_counter(&env, env.host[1].name, "page_faults") - before;
+	if (ok && run->faults == NONE)
+		T_CHECK(faults == 0, "%s: %.0f page faults on pinned memory", cr_cmdline(&r.client),
+			faults);
+	if (ok && run->faults == SOME)
+		T_CHECK(faults > 0, "%s: no page fault on %s", cr_cmdline(&r.client),
+			env.host[1].name);
+	printf("%-64s %s", cr_cmdline(&r.client), ok ? "ok" : "FAILED");
+	if (ok && run->faults != ANY)
+		printf(", %s page faults: %.0f", env.host[1].name, faults);
+	printf("\n");
+	cr_pair_free(&r);
+}
+
+/* The runs for prog, by its name: atomics and latency programs take fewer options. */
+static const struct run *runs_of(const char *prog, size_t *n)
+{
+#define RUNS(a) (*n = sizeof(a) / sizeof((a)[0]), (a))
+	if (strstr(prog, "atomic"))
+		return RUNS(atomic_runs);
+	if (strstr(prog, "_lat"))
+		return RUNS(lat_runs);
+	return RUNS(bw_runs);
+#undef RUNS
+}
+
+int main(int argc, char **argv)
+{
+	const char *prog = argc > 1 ? argv[1] : "ib_write_bw";
+	const struct run *runs;
+	char name[64];
+	size_t n;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* progress survives the watchdog's SIGTERM */
+	cr_need(prog, "perftest");
+	runs = runs_of(prog, &n);
+	h_up(&env, NULL, NULL, 900);
+	/* after CR_MAX_HANGS hung programs the rest would only wait as long again */
+	for (size_t i = 0; i < n && cr_hangs < CR_MAX_HANGS; i++)
+		one(prog, &runs[i]);
+	T_CHECK(cr_hangs < CR_MAX_HANGS, "%u programs hung: the runs after them were skipped",
+		cr_hangs);
+	if (t_failures) {
+		h_show_log(&env, 0);
+		h_show_log(&env, 1);
+	}
+	T_EQ(h_down(&env), 0, "daemons that did not stop cleanly");
+	snprintf(name, sizeof(name), "compat-perftest-%s", prog);
+	return t_done(name);
+}
