@@ -291,18 +291,29 @@ static int collect(struct tr_proc *p, const struct cr_args *a, int timeout_s, ch
 	return code;
 }
 
-int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, struct cr_pair *r,
-		int timeout_s)
+/* cr_env() then extra (may be NULL) into out (room for 16). */
+static const char *const *env_with(const char **out, const char *const *extra)
 {
-	unsigned port = cr_port(e);
+	int n = 0;
+
+	for (const char *const *p = cr_env(); *p && n < 15; p++)
+		out[n++] = *p;
+	for (const char *const *p = extra; p && *p && n < 15; p++)
+		out[n++] = *p;
+	out[n] = NULL;
+	return out;
+}
+
+int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
+		     const char *const *cenv, struct cr_pair *r, int timeout_s)
+{
+	const char *env[16];
 	struct tr_proc s, c;
 	char msg[128];
 
-	memset(r, 0, sizeof(*r));
 	r->sexit = r->cexit = -1;
-	side_args(&r->server, prog, opts, port, e->host[1].name, NULL);
-	side_args(&r->client, prog, opts, port, e->host[0].name, e->host[1].addr);
-	if (tr_start(e, 1, r->server.v, cr_env(), &s))
+	r->sout = r->cout = NULL;
+	if (tr_start(e, 1, r->server.v, env_with(env, senv), &s))
 		return -1;
 	if (!wait_listen(&s, port, 20000)) {
 		r->sexit = collect(&s, &r->server, 0, &r->sout);
@@ -311,7 +322,7 @@ int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, stru
 		r->cout = strdup(msg);
 		return -1;
 	}
-	if (tr_start(e, 0, r->client.v, cr_env(), &c)) {
+	if (tr_start(e, 0, r->client.v, env_with(env, cenv), &c)) {
 		r->sexit = collect(&s, &r->server, 0, &r->sout);
 		r->cout = strdup("(fork failed)");
 		return -1;
@@ -320,6 +331,17 @@ int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, stru
 	/* the server ends with the client, or has nobody left to talk to */
 	r->sexit = collect(&s, &r->server, 10, &r->sout);
 	return 0;
+}
+
+int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, struct cr_pair *r,
+		int timeout_s)
+{
+	unsigned port = cr_port(e);
+
+	memset(r, 0, sizeof(*r));
+	side_args(&r->server, prog, opts, port, e->host[1].name, NULL);
+	side_args(&r->client, prog, opts, port, e->host[0].name, e->host[1].addr);
+	return cr_pair_run_args(e, port, NULL, NULL, r, timeout_s);
 }
 
 void cr_pair_show(const struct cr_pair *r)

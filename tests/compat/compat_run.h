@@ -65,6 +65,11 @@ struct cr_pair {
  * port -p); 0 when both ran, -1 when the server never listened (its output kept). */
 int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, struct cr_pair *r,
 		int timeout_s);
+/* The same with r->server and r->client already built by the caller (the client names
+ * the server's address itself), both listening/connecting on TCP port `port`, and extra
+ * environment per side (NULL-terminated, may be NULL). */
+int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
+		     const char *const *cenv, struct cr_pair *r, int timeout_s);
 /* Both exited 0 and the client's output holds `want` (NULL: anything); otherwise print
  * both command lines and outputs. */
 bool cr_pair_ok(const struct cr_pair *r, const char *want);
