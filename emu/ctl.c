@@ -211,6 +211,10 @@ void emu_ctl_serve(struct emu_session *s)
 		}
 		r.nfds = take_fds(&msg, fds, IPC_MAX_FDS);
 		s->d->ctr.requests++;
+		/* Unmaps the client made before this request were relayed before it was sent
+		 * (lib/relay.c): apply them first, as a kernel's MMU notifier would have. */
+		if (s->uffd_relay >= 0)
+			emu_uffd_read(s);
 		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)got < sizeof(struct ipc_hdr)) {
 			struct ipc_hdr fake = { .op = 0, .seq = 0 };
 

@@ -129,6 +129,21 @@ int emu_loop_cancel(struct emu_loop *l, struct emu_io *io)
 	return -EBUSY;
 }
 
+int emu_loop_cancel_sync(struct emu_loop *l, struct emu_io *io)
+{
+	struct io_uring_sync_cancel_reg reg;
+	int rc;
+
+	io_uring_submit(&l->ring);	/* requests still in the SQ reach the kernel first */
+	memset(&reg, 0, sizeof(reg));
+	reg.addr = (uint64_t)(uintptr_t)io;
+	reg.fd = -1;
+	reg.flags = IORING_ASYNC_CANCEL_ALL;
+	reg.timeout.tv_sec = 1;
+	rc = io_uring_register_sync_cancel(&l->ring, &reg);
+	return rc < 0 && rc != -ENOENT ? rc : 0;
+}
+
 static unsigned dispatch(struct emu_loop *l)
 {
 	struct io_uring_cqe *cqe;

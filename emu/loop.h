@@ -46,6 +46,10 @@ void emu_loop_poll_in(struct emu_loop *l, int fd, struct emu_io *io);
  * Needs Linux >= 6.0 (IORING_REGISTER_SYNC_CANCEL). 0, or -errno (then a request may still
  * complete: keep io and its buffers allocated); -EBUSY: the CQ stayed overflowed. */
 int emu_loop_cancel(struct emu_loop *l, struct emu_io *io);
+/* Cancel every request of io and return once the kernel has (their last completions are
+ * then in the CQ, or its overflow list, and are dispatched as usual). Unlike a poll_remove
+ * request, it cannot miss a multishot poll that is busy completing. 0 or -errno. */
+int emu_loop_cancel_sync(struct emu_loop *l, struct emu_io *io);
 /* Submit what is queued, wait until a completion arrives or `deadline_ns`
  * (CLOCK_MONOTONIC; UINT64_MAX: no deadline; <= now: do not sleep), then dispatch every
  * completion. Returns the number dispatched or -errno (never -EINTR/-ETIME). */

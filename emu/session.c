@@ -212,19 +212,21 @@ static void unlink_session(struct emu_session *s)
 	s->d->nsessions--;
 }
 
-/* Closing an fd does not end a poll armed on it (the request holds the file): remove them.
- * Each then posts its final completion, and the last one frees the session (poll_done). */
+/* Closing an fd does not end a poll armed on it (the request holds the file): cancel
+ * them, synchronously (an asynchronous poll_remove can miss a multishot poll that is in
+ * the middle of completing, and the session would then wait for it forever). Each posts
+ * its final completion, and the last one frees the session (poll_done). */
 static void cancel_polls(struct emu_session *s)
 {
 	struct emu_io *ios[] = { &s->sock_io, &s->db_io, &s->uffd_io };
 
 	for (unsigned i = 0; i < (s->uffd_relay >= 0 ? 3u : 2u); i++) {
-		struct io_uring_sqe *sqe = emu_loop_sqe(&s->d->loop);
+		int rc = emu_loop_cancel_sync(&s->d->loop, ios[i]);
 
-		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)ios[i]);
-		io_uring_sqe_set_data(sqe, NULL);
+		if (rc)
+			emu_log(EMU_LOG_WARN, "session %u: cancelling a poll: %s", s->id,
+				strerror(-rc));
 	}
-	io_uring_submit(&s->d->loop.ring);
 }
 
 void emu_session_close(struct emu_session *s)

@@ -70,12 +70,9 @@ ODPEMU_EXPORT int odpemu_destroy_comp_channel(struct odpemu_comp_channel *ch)
 			      ch->refcnt);
 		return lib_fail(EBUSY);
 	}
-	rc = lib_call_destroy(c, IPC_DESTROY_CHANNEL, ch->handle);
+	rc = lib_destroy_handle(c, IPC_DESTROY_CHANNEL, &c->channels, ch->handle);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->channels, ch->handle);
-	pthread_mutex_unlock(&c->tab_lock);
 	lib_channel_free(ch);
 	return 0;
 }

@@ -198,6 +198,8 @@ int lib_call(struct lib_context *c, struct lib_call *call)
 	call->rep_len = 0;
 	if (lib_ctx_dead(c))
 		return -ENODEV;
+	if (c->relay_peer >= 0)	/* unmaps before this request reach the daemon first */
+		lib_relay_settle();
 	pthread_mutex_lock(&c->ctl_lock);
 	rc = round_trip(c, call);
 	pthread_mutex_unlock(&c->ctl_lock);
@@ -217,16 +219,32 @@ int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle)
 	return rc == -ENODEV ? 0 : rc;
 }
 
+int lib_destroy_handle(struct lib_context *c, uint16_t op, struct lib_table *t, uint32_t handle)
+{
+	void *obj;
+	int rc;
+
+	/* Out of the table first: once the daemon frees the handle it may hand it out again
+	 * at once, to another thread's create, whose table entry must not find ours. */
+	pthread_mutex_lock(&c->tab_lock);
+	obj = lib_table_remove(t, handle);
+	pthread_mutex_unlock(&c->tab_lock);
+	rc = lib_call_destroy(c, op, handle);
+	if (rc && obj) {
+		pthread_mutex_lock(&c->tab_lock);
+		lib_table_add(t, handle, obj);	/* still ours: the daemon refused */
+		pthread_mutex_unlock(&c->tab_lock);
+	}
+	return rc;
+}
+
 int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
 			uint32_t handle, struct lib_evc *evc)
 {
-	int rc = lib_call_destroy(c, op, handle);
+	int rc = lib_destroy_handle(c, op, t, handle);
 
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(t, handle);
-	pthread_mutex_unlock(&c->tab_lock);
 	/* A forked child has none of the threads that hold the parent's events. */
 	if (!lib_forked(c))
 		lib_evc_wait(evc);

@@ -130,9 +130,12 @@ struct lib_call {
 int lib_call(struct lib_context *c, struct lib_call *call);
 /* A destroy request: the daemon being gone counts as success (it freed everything). */
 int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle);
-/* Destroy an object that events can name (CQ, SRQ, QP): at the daemon, then out of its
- * handle table, then wait until every event naming it was acknowledged (as ibv_destroy_*
- * does). 0 or -errno (the object is untouched on failure). */
+/* Destroy an object at the daemon and take it out of its handle table (first, so that a
+ * handle the daemon reuses at once never meets our old entry; put back if the daemon
+ * refuses). 0 or -errno (the object is untouched on failure). */
+int lib_destroy_handle(struct lib_context *c, uint16_t op, struct lib_table *t, uint32_t handle);
+/* The same for an object that events can name (CQ, SRQ, QP, MR), then wait until every
+ * event naming it was acknowledged (as ibv_destroy_* does). */
 int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
 			uint32_t handle, struct lib_evc *evc);
 /* Fail the public way: errno = err, return err (positive). */
@@ -263,6 +266,8 @@ int lib_uffd_open(void);
  * notifier). */
 int lib_relay_join(int *uffd, int *relay, int *peer);
 void lib_relay_leave(int peer);
+/* Wait (at most a second) until the relay has forwarded every event it has read. */
+void lib_relay_settle(void);
 /* In a fork child: forget the parent's (fork.c). */
 void lib_relay_forget(void);
 

@@ -52,12 +52,9 @@ ODPEMU_EXPORT int odpemu_dealloc_pd(struct odpemu_pd *pd)
 	if (!pd)
 		return lib_fail(EINVAL);
 	c = lib_ctx(pd->context);
-	rc = lib_call_destroy(c, IPC_DEALLOC_PD, pd->handle);
+	rc = lib_destroy_handle(c, IPC_DEALLOC_PD, &c->pds, pd->handle);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->pds, pd->handle);
-	pthread_mutex_unlock(&c->tab_lock);
 	free(pd);
 	return 0;
 }
@@ -248,13 +245,10 @@ ODPEMU_EXPORT int odpemu_dereg_mr(struct odpemu_mr *pub)
 	if (!pub)
 		return lib_fail(EINVAL);
 	c = lib_ctx(pub->context);
-	rc = lib_call_destroy(c, IPC_DEREG_MR, pub->handle);
+	/* and wait for the MR_DECOHERENCE events still held by the app */
+	rc = lib_destroy_tracked(c, IPC_DEREG_MR, &c->mrs, pub->handle, &mr->evc);
 	if (rc)
 		return lib_fail(-rc);
-	pthread_mutex_lock(&c->tab_lock);
-	lib_table_remove(&c->mrs, pub->handle);
-	pthread_mutex_unlock(&c->tab_lock);
-	lib_evc_wait(&mr->evc);		/* MR_DECOHERENCE events still held by the app */
 	lib_mr_free(mr);
 	return 0;
 }

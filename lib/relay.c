@@ -15,9 +15,11 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib_int.h"
@@ -30,6 +32,10 @@ static bool relay_tried;
 static int peers[MAX_PEERS];		/* our ends of the sockets, -1 when free */
 static bool gone[MAX_PEERS];		/* its daemon died: skipped until it leaves */
 static unsigned npeers;			/* slots used (some may be -1) */
+/* Events the thread has taken (or is about to) and not yet forwarded: counted up before
+ * the read that lets the unmapping thread go on, so that thread's next control request
+ * can wait for them (lib_relay_settle). */
+static atomic_uint in_flight;
 
 /* Forward one batch to every device; a device that cannot take it (dead daemon) is
  * dropped. Called with relay_lock held. */
@@ -56,13 +62,15 @@ static void *relay_thread(void *arg)
 
 		if (poll(&p, 1, -1) < 0)
 			continue;	/* EINTR */
+		atomic_fetch_add(&in_flight, 1);
 		got = read(uffd, msg, sizeof(msg));	/* non-blocking fd */
-		if (got <= 0)
-			continue;
-		got -= got % (ssize_t)sizeof(msg[0]);
-		pthread_mutex_lock(&relay_lock);
-		forward(msg, (size_t)got);
-		pthread_mutex_unlock(&relay_lock);
+		got -= got > 0 ? got % (ssize_t)sizeof(msg[0]) : got;
+		if (got > 0) {
+			pthread_mutex_lock(&relay_lock);
+			forward(msg, (size_t)got);
+			pthread_mutex_unlock(&relay_lock);
+		}
+		atomic_fetch_sub(&in_flight, 1);
 	}
 	return NULL;
 }
@@ -106,6 +114,33 @@ static int add_peer(int fd)
 	peers[i] = fd;
 	gone[i] = false;
 	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A munmap returns once the relay has read its event; a control request the process makes
+ * after it must reach the daemons after the relayed event, as with a kernel's MMU
+ * notifier (the daemon reads the relay before each request). Bounded: a relay held up by
+ * a stalled daemon delays requests by a second at most. */
+void lib_relay_settle(void)
+{
+	uint64_t until = 0;
+
+	while (atomic_load(&in_flight)) {
+		uint64_t now = now_ns();
+
+		if (!until)
+			until = now + 1000000000ull;
+		else if (now > until)
+			return;
+		sched_yield();
+	}
 }
 
 int lib_relay_join(int *uffd, int *relay, int *peer)

@@ -6,6 +6,7 @@
  * different threads interleave. Run under ThreadSanitizer in CI.
  */
 #include <pthread.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,13 @@ static void churn(struct worker *w, struct h_pair *p, void *buf)
 	struct odpemu_mr *mr = odpemu_reg_mr(p->s[1].pd, buf, 4096,
 					     ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
 
-	if (!pd || !mr)
-		fail(w, "alloc_pd/reg_mr under concurrency");
+	if (!pd || !mr) {
+		char msg[150];
+
+		snprintf(msg, sizeof(msg), "%s under concurrency: %s (%.80s)", !pd ? "alloc_pd" :
+			 "reg_mr", strerror(errno), odpemu_last_error(ctx[w->id & 1]));
+		fail(w, msg);
+	}
 	if (mr && odpemu_dereg_mr(mr))
 		fail(w, "dereg_mr under concurrency");
 	if (pd && odpemu_dealloc_pd(pd))

@@ -42,8 +42,8 @@ static unsigned long long mr_ctr(int side, struct odpemu_mr *mr, const char *nam
 	return h_counter(p.s[side].ctx, ODPEMU_COUNTERS_MR, mr->handle, name);
 }
 
-/* The relayed event reaches each daemon a few microseconds after the unmap returned
- * (lib/relay.c): wait for it, at most two seconds. */
+/* The relayed event reaches each daemon before the process's next request to it (the
+ * counter query is one: lib/relay.c); the wait is a bound, not a need. */
 static bool invalidated(int side, struct odpemu_mr *mr, unsigned long long before)
 {
 	for (int i = 0; i < 200; i++) {
