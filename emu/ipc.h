@@ -138,7 +138,7 @@ struct ipc_port_rep {
 	uint32_t max_mtu, active_mtu;	/* enum odpemu_mtu */
 	uint32_t netdev_mtu;
 	uint32_t gid_tbl_len;		/* valid entries in gids */
-	uint32_t pad;
+	uint32_t netdev_ifindex;	/* in the daemon's network namespace */
 	char netdev[IPC_NAME_LEN];
 	uint8_t gids[IPC_MAX_GIDS][16];
 	uint32_t udp_port;

@@ -140,6 +140,7 @@ static int op_query_port(struct emu_req *r)
 		.state = d->port_up ? ODPEMU_PORT_ACTIVE : ODPEMU_PORT_DOWN,
 		.max_mtu = ODPEMU_MTU_4096, .active_mtu = d->netdev.active_mtu,
 		.netdev_mtu = d->netdev.mtu, .udp_port = d->opt.port,
+		.netdev_ifindex = (uint32_t)d->netdev.ifindex,
 		.fault_policy = d->default_policy == NIC_FAULT_RNR ? ODPEMU_FAULT_POLICY_RNR
 								   : ODPEMU_FAULT_POLICY_STALL,
 		.fault_around = d->opt.fault_around ? d->opt.fault_around : IOPT_FAULT_AROUND_DEFAULT,

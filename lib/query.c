@@ -91,6 +91,7 @@ ODPEMU_EXPORT int odpemu_query_port(struct odpemu_context *context, uint8_t port
 	attr->link_layer = ODPEMU_LINK_LAYER_ETHERNET;
 	attr->netdev_mtu = rep.netdev_mtu;
 	copy_str(attr->netdev, sizeof(attr->netdev), rep.netdev, sizeof(rep.netdev));
+	attr->netdev_ifindex = rep.netdev_ifindex;
 	attr->fault_policy = (enum odpemu_fault_policy)rep.fault_policy;
 	attr->fault_around = rep.fault_around;
 	return 0;

@@ -5,7 +5,6 @@
  * node GUID as interface id, IBA 4.1.1), then the daemon's table (its sending address
  * first, then the interface's others), all reported as RoCE v2. So `-g 1` names the
  * IPv4-mapped address as it does on rxe and mlx5. */
-#include <net/if.h>
 #include <string.h>
 
 #include "compat.h"
@@ -206,7 +205,7 @@ static int gid_entry(struct ibv_context *context, uint32_t port_num, uint32_t in
 	e->gid_index = index;
 	e->port_num = port_num;
 	e->gid_type = IBV_GID_TYPE_ROCE_V2;
-	e->ndev_ifindex = if_nametoindex(port.netdev);
+	e->ndev_ifindex = port.netdev_ifindex;	/* the daemon's: it knows its namespace */
 	return 0;
 }
 

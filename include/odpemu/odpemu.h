@@ -112,6 +112,7 @@ struct odpemu_port_attr {
 	uint8_t link_layer;		/* ODPEMU_LINK_LAYER_ETHERNET */
 	uint32_t netdev_mtu;		/* odpemu: the interface's MTU */
 	char netdev[64];		/* odpemu: the interface's name */
+	uint32_t netdev_ifindex;	/* odpemu: its index (in the daemon's namespace) */
 	enum odpemu_fault_policy fault_policy;	/* odpemu: the daemon's default */
 	uint64_t fault_around;		/* odpemu: bytes one ODP page fault maps (power of 2) */
 };

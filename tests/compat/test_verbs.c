@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drop-in libibverbs through its own ABI (<infiniband/verbs.h>, linked against
+ * compat/verbs' libibverbs.so.1), one process driving both test hosts' devices:
+ *  - the device model: ODP caps and timestamps through ibv_query_device_ex, RoCE v2 GIDs
+ *    with their netdev (ibv_query_gid_ex), the link-local GID at index 0;
+ *  - QP transitions INIT->INIT included; ibv_create_qp with an inline size beyond the
+ *    limit (EINVAL) and within it (caps written back);
+ *  - bad arguments as rdma-core documents them: posting in INIT, too many SGEs, an
+ *    opcode odpemu does not model (EINVAL with *bad_wr), a bad lkey (LOC_PROT_ERR);
+ *  - verbs outside the model refused, never crashing: MW, XRC, dmabuf, CVLAN CQ fields;
+ *  - the ibv_qp_ex API (WRITE, ATOMIC_WRITE, FLUSH with odpemu/verbs_ext.h) and the
+ *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
+ *  - event fds: EAGAIN when non-blocking and empty, EINTR when a signal interrupts;
+ *  - MR decoherence as an async event; DEVICE_FATAL when the daemon is killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "harness.h"
+#include "odpemu/verbs_ext.h"
+#include "t.h"
+
+#define LEN	65536u
+#define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		 IBV_ACCESS_REMOTE_ATOMIC)
+#define GID_IDX	1
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	union ibv_gid gid;
+};
+
+static struct h_env env;
+static struct side s[2];
+
+static struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = NULL;
+
+	for (int i = 0; l && l[i]; i++)
+		if (!strcmp(ibv_get_device_name(l[i]), name))
+			c = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	return c;
+}
+
+static void device_model(struct ibv_context *c)
+{
+	struct ibv_device_attr_ex a;
+	struct ibv_port_attr p;
+	struct ibv_gid_entry g;
+	union ibv_gid gid0;
+
+	T_EQ(ibv_query_device_ex(c, NULL, &a), 0, "query_device_ex");
+	T_CHECK((a.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
+		(a.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT), "general ODP caps");
+	T_CHECK((a.odp_caps.per_transport_caps.rc_odp_caps & (IBV_ODP_SUPPORT_SEND |
+		 IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)) == (IBV_ODP_SUPPORT_SEND |
+		 IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV), "RC ODP caps");
+	T_CHECK(a.completion_timestamp_mask && a.hca_core_clock, "completion timestamps");
+	T_EQ(a.orig_attr.atomic_cap, IBV_ATOMIC_HCA, "atomic_cap");
+	T_CHECK(a.orig_attr.max_qp_wr >= 4096 && a.orig_attr.max_sge >= 5 &&
+		a.orig_attr.max_qp_rd_atom >= 1, "limits UCX and perftest ask for");
+	T_EQ(ibv_query_port(c, 1, &p), 0, "query_port");
+	T_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET, "link layer");
+	T_EQ(p.state, IBV_PORT_ACTIVE, "port active");
+	T_CHECK(p.gid_tbl_len >= 2, "GID table: link-local and the address");
+	T_EQ(ibv_query_gid(c, 1, 0, &gid0), 0, "GID 0");
+	T_EQ(be64toh(gid0.global.subnet_prefix), 0xfe80000000000000ull, "GID 0 is link-local");
+	T_EQ(ibv_query_gid_ex(c, 1, GID_IDX, &g, 0), 0, "query_gid_ex");
+	T_EQ(g.gid_type, IBV_GID_TYPE_ROCE_V2, "RoCE v2");
+	T_CHECK(g.ndev_ifindex > 0, "netdev index");
+	T_EQ(ibv_query_gid_ex(c, 1, 99, &g, 0), EINVAL, "GID 99: beyond the table");
+}
+
+static struct ibv_qp *make_qp(struct side *x, uint32_t inline_size)
+{
+	struct ibv_qp_init_attr a = { .send_cq = x->cq, .recv_cq = x->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = inline_size } };
+
+	return ibv_create_qp(x->pd, &a);
+}
+
+static int to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_FLUSH_GLOBAL };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS);
+}
+
+static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dqpn, .rq_psn = 1, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *dgid, .sgid_index = GID_IDX, .hop_limit = 64 } } };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = 4 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* A fresh QP on side 1 connected to qp (each RC QP has one peer). NULL on failure. */
+static struct ibv_qp *peer_of(struct ibv_qp *qp)
+{
+	struct ibv_qp *peer = make_qp(&s[1], 0);
+
+	if (peer && (to_init(peer) || connect_qp(peer, qp->qp_num, &s[0].gid))) {
+		ibv_destroy_qp(peer);
+		peer = NULL;
+	}
+	return peer;
+}
+
+/* One completion on cq within 20 s: its status, or -1. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 2000000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n)
+			return n < 0 ? -1 : (int)wc->status;
+		if (i % 1000 == 999)
+			usleep(10);
+	}
+	return -1;
+}
+
+static void bad_arguments(struct ibv_mr *mr, void *buf)
+{
+	struct ibv_sge sge[3] = { { (uintptr_t)buf, 8, mr->lkey }, { (uintptr_t)buf, 8, mr->lkey },
+				  { (uintptr_t)buf, 8, mr->lkey } };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	struct ibv_qp *qp = make_qp(&s[0], 0), *peer;
+	struct ibv_wc wc;
+
+	T_CHECK(qp != NULL, "a second QP: %m");
+	if (!qp)
+		return;
+	T_EQ(to_init(qp), 0, "RESET->INIT");
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "post_send in INIT");
+	T_CHECK(bad == &wr, "bad_wr names it");
+	T_EQ(to_init(qp), 0, "INIT->INIT (librdmacm does it)");
+	peer = peer_of(qp);
+	T_CHECK(peer && !connect_qp(qp, peer->qp_num, &s[1].gid), "INIT->RTR->RTS");
+	wr.num_sge = 3;
+	bad = NULL;
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "3 SGEs on a QP of 2");
+	T_CHECK(bad == &wr, "bad_wr names it");
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_BIND_MW;
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "BIND_MW: not modelled");
+	wr.opcode = IBV_WR_LOCAL_INV;
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "LOCAL_INV: not modelled");
+	wr.opcode = IBV_WR_SEND;
+	sge[0].lkey = 0xdead00u;
+	T_EQ(ibv_post_send(qp, &wr, &bad), 0, "a SEND with a bad lkey is posted");
+	T_EQ(wait_wc(s[0].cq, &wc), IBV_WC_LOC_PROT_ERR, "and completes LOC_PROT_ERR");
+	T_EQ(ibv_destroy_qp(qp), 0, "destroy");
+	if (peer)
+		ibv_destroy_qp(peer);
+}
+
+static void refused(struct ibv_context *c, struct ibv_pd *pd)
+{
+	struct ibv_cq_init_attr_ex cqa = { .cqe = 4, .wc_flags = IBV_WC_EX_WITH_CVLAN };
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+		IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1, .oflags = O_CREAT };
+	struct ibv_qp *qp;
+
+	errno = 0;
+	T_CHECK(!ibv_alloc_mw(pd, IBV_MW_TYPE_1) && errno == EOPNOTSUPP, "alloc_mw");
+	errno = 0;
+	T_CHECK(!ibv_create_cq_ex(c, &cqa) && errno == EOPNOTSUPP, "CVLAN completions");
+	errno = 0;
+	T_CHECK(!ibv_open_xrcd(c, &xa) && errno == EOPNOTSUPP, "open_xrcd");
+	errno = 0;
+	T_CHECK(!ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, ACCESS) && errno == EOPNOTSUPP, "dmabuf");
+	errno = 0;
+	T_CHECK(!make_qp(&s[0], 1u << 20) && errno == EINVAL, "inline beyond the limit: EINVAL");
+	{
+		struct ibv_qp_init_attr a = { .send_cq = s[0].cq, .recv_cq = s[0].cq,
+			.qp_type = IBV_QPT_RC, .cap = { 8, 8, 1, 1, 64 } };
+
+		qp = ibv_create_qp(pd, &a);
+		T_CHECK(qp && a.cap.max_inline_data >= 64, "inline 64 granted and written back");
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+}
+
+/* ibv_qp_ex: WRITE, ATOMIC_WRITE and FLUSH into side 1's MR; ibv_cq_ex: timestamps. */
+static void extended_api(uint8_t *lbuf, struct ibv_mr *lmr, uint8_t *rbuf, struct ibv_mr *rmr)
+{
+	struct ibv_cq_init_attr_ex cqa = { .cqe = 64,
+		.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(s[0].ctx, &cqa);
+	struct ibv_qp_init_attr_ex qa = { .send_cq = ibv_cq_ex_to_cq(cqx),
+		.recv_cq = ibv_cq_ex_to_cq(cqx), .qp_type = IBV_QPT_RC,
+		.cap = { 16, 16, 1, 1, 0 }, .pd = s[0].pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_ATOMIC_WRITE |
+				  IBV_QP_EX_WITH_FLUSH };
+	struct ibv_poll_cq_attr pa = { 0 };
+	uint64_t word = 0x0123456789abcdefull, ts[3] = { 0 };
+	struct ibv_qp_ex *qpx;
+	struct ibv_qp *qp, *peer;
+	int n = 0, rc;
+
+	T_CHECK(cqx != NULL, "create_cq_ex with timestamps: %m");
+	if (!cqx || !(qp = ibv_create_qp_ex(s[0].ctx, &qa))) {
+		T_CHECK(0, "create_qp_ex: %m");
+		return;
+	}
+	qpx = ibv_qp_to_qp_ex(qp);
+	T_CHECK(qpx != NULL, "qp_to_qp_ex");
+	T_EQ(to_init(qp), 0, "INIT");
+	peer = peer_of(qp);
+	T_CHECK(peer && !connect_qp(qp, peer->qp_num, &s[1].gid), "RTS");
+	memset(lbuf, 0x5c, 4096);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 10;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, rmr->rkey, (uintptr_t)rbuf);
+	ibv_wr_set_sge(qpx, lmr->lkey, (uintptr_t)lbuf, 4096);
+	qpx->wr_id = 11;
+	ibv_wr_atomic_write(qpx, rmr->rkey, (uintptr_t)rbuf + 8192, &word);
+	qpx->wr_id = 12;
+	ibv_wr_flush(qpx, rmr->rkey, (uintptr_t)rbuf, 8200, IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
+	T_EQ(ibv_wr_complete(qpx), 0, "wr_complete posts three");
+	for (int tries = 0; n < 3 && tries < 2000000; tries++) {
+		if ((rc = ibv_start_poll(cqx, &pa)) == ENOENT)
+			continue;
+		T_EQ(rc, 0, "start_poll");
+		T_EQ(cqx->status, IBV_WC_SUCCESS, "completion status");
+		T_EQ(cqx->wr_id, 10u + (unsigned)n, "wr_id in order");
+		if (n == 2)
+			T_EQ(ibv_wc_read_opcode(cqx), IBV_WC_FLUSH, "FLUSH completes as IBV_WC_FLUSH");
+		ts[n++] = ibv_wc_read_completion_ts(cqx);
+		ibv_end_poll(cqx);
+	}
+	T_EQ(n, 3, "three completions");
+	T_CHECK(ts[0] && ts[0] <= ts[1] && ts[1] <= ts[2], "timestamps run forward");
+	T_CHECK(rbuf[0] == 0x5c && rbuf[4095] == 0x5c, "the WRITE landed");
+	T_CHECK(!memcmp(rbuf + 8192, &word, 8), "the ATOMIC_WRITE landed");
+	T_EQ(ibv_start_poll(cqx, &pa), ENOENT, "an empty CQ: ENOENT");
+	ibv_destroy_qp(qp);
+	if (peer)
+		ibv_destroy_qp(peer);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void event_fds(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(s[0].ctx);
+	struct ibv_cq *cq = ch ? ibv_create_cq(s[0].ctx, 4, NULL, ch, 0) : NULL, *got;
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART, as qperf */
+	struct itimerval t = { .it_value = { 0, 100000 } };
+	struct ibv_async_event ev;
+	void *ctx;
+	int fl;
+
+	T_CHECK(ch && cq, "channel and CQ: %m");
+	if (!ch || !cq)
+		return;
+	fl = fcntl(ch->fd, F_GETFL);
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	errno = 0;
+	T_EQ(ibv_get_cq_event(ch, &got, &ctx), -1, "non-blocking channel, nothing armed");
+	T_EQ(errno, EAGAIN, "EAGAIN");
+	fcntl(ch->fd, F_SETFL, fl);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &t, NULL);
+	errno = 0;
+	T_EQ(ibv_get_cq_event(ch, &got, &ctx), -1, "a blocking wait a signal interrupts");
+	T_EQ(errno, EINTR, "EINTR");
+	fl = fcntl(s[0].ctx->async_fd, F_GETFL);
+	fcntl(s[0].ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	errno = 0;
+	T_EQ(ibv_get_async_event(s[0].ctx, &ev), -1, "non-blocking async fd, no event");
+	T_EQ(errno, EAGAIN, "EAGAIN");
+	fcntl(s[0].ctx->async_fd, F_SETFL, fl);
+	ibv_destroy_cq(cq);
+	T_EQ(ibv_destroy_comp_channel(ch), 0, "destroy channel");
+}
+
+/* An async event of type within timeout_ms: true when it came (acknowledged). */
+static bool wait_event(struct ibv_context *c, enum ibv_event_type type, void **elem,
+		       int timeout_ms)
+{
+	struct pollfd p = { .fd = c->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	while (poll(&p, 1, timeout_ms) == 1) {
+		if (ibv_get_async_event(c, &ev))
+			return false;
+		if (elem)
+			*elem = type == ODPEMU_IBV_EVENT_MR_DECOHERENCE ?
+				(void *)odpemu_ibv_event_mr(&ev) : NULL;
+		ibv_ack_async_event(&ev);
+		if (ev.event_type == type)
+			return true;
+	}
+	return false;
+}
+
+/* A pinned MR whose pages the process replaces: odpemu's decoherence event names it. */
+static void decoherence(void)
+{
+	uint8_t *p = h_cold(LEN);
+	struct ibv_mr *mr = ibv_reg_mr(s[0].pd, p, LEN, ACCESS);
+	void *which = NULL;
+
+	T_CHECK(mr != NULL, "pinned MR: %m");
+	if (!mr)
+		return;
+	T_CHECK(mmap(p, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+		     0) == p, "remap: %m");
+	T_CHECK(wait_event(s[0].ctx, ODPEMU_IBV_EVENT_MR_DECOHERENCE, &which, 5000),
+		"MR_DECOHERENCE event");
+	T_CHECK(which == mr, "it names the MR");
+	T_EQ(ibv_dereg_mr(mr), 0, "dereg");
+}
+
+static int setup(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!(s[i].ctx = open_dev(env.host[i].name)) || !(s[i].pd = ibv_alloc_pd(s[i].ctx)) ||
+		    !(s[i].cq = ibv_create_cq(s[i].ctx, 256, NULL, NULL, 0)) ||
+		    !(s[i].qp = make_qp(&s[i], 64)) || ibv_query_gid(s[i].ctx, 1, GID_IDX, &s[i].gid))
+			return -1;
+		if (to_init(s[i].qp))
+			return -1;
+	}
+	for (int i = 0; i < 2; i++)
+		if (connect_qp(s[i].qp, s[!i].qp->qp_num, &s[!i].gid))
+			return -1;
+	return 0;
+}
+
+int main(void)
+{
+	uint8_t *lbuf, *rbuf;
+	struct ibv_mr *lmr, *rmr;
+	struct ibv_wc wc;
+
+	h_up(&env, NULL, NULL, 180);
+	if (setup()) {
+		T_CHECK(0, "setup: %m");
+		h_down(&env);
+		return t_done("compat-verbs");
+	}
+	device_model(s[0].ctx);
+	lbuf = h_cold(LEN);
+	rbuf = h_cold(LEN);
+	lmr = ibv_reg_mr(s[0].pd, lbuf, LEN, ACCESS);
+	rmr = ibv_reg_mr(s[1].pd, rbuf, LEN, ACCESS | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_ON_DEMAND);
+	T_CHECK(lmr && rmr, "MRs: %m");
+	refused(s[0].ctx, s[0].pd);
+	extended_api(lbuf, lmr, rbuf, rmr);
+	event_fds();
+	decoherence();
+	bad_arguments(lmr, lbuf);
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(rmr);
+
+	/* the daemon of host 1 dies: its context hears DEVICE_FATAL, its CQ poll fails */
+	h_daemon_stop(&env, 1, SIGKILL);
+	T_CHECK(wait_event(s[1].ctx, IBV_EVENT_DEVICE_FATAL, NULL, 5000), "DEVICE_FATAL");
+	T_CHECK(ibv_poll_cq(s[1].cq, 1, &wc) < 0, "poll_cq on a dead device fails");
+	for (int i = 0; i < 2; i++) {
+		ibv_destroy_qp(s[i].qp);
+		ibv_destroy_cq(s[i].cq);
+		ibv_dealloc_pd(s[i].pd);
+		ibv_close_device(s[i].ctx);
+	}
+	h_down(&env);
+	return t_done("compat-verbs");
+}
