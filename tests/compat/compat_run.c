@@ -389,3 +389,15 @@ double cr_counter(struct h_env *e, const char *dev, const char *name)
 	free(out);
 	return v;
 }
+
+int cr_finish(struct h_env *e, const char *name)
+{
+	T_CHECK(cr_hangs < CR_MAX_HANGS, "%u programs hung: the runs after them were skipped",
+		cr_hangs);
+	if (t_failures) {
+		h_show_log(e, 0);
+		h_show_log(e, 1);
+	}
+	T_EQ(h_down(e), 0, "daemons that did not stop cleanly");
+	return t_done(name);
+}

@@ -80,4 +80,8 @@ void cr_pair_free(struct cr_pair *r);
  * message. */
 double cr_counter(struct h_env *e, const char *dev, const char *name);
 
+/* The end of a test: hung programs counted, the daemons' logs shown after a failure, the
+ * hosts taken down (their daemons must stop cleanly); the exit code. */
+int cr_finish(struct h_env *e, const char *name);
+
 #endif
