@@ -77,6 +77,13 @@ static void deliver_packet(void *arg, const uint8_t *pkt, size_t len, const stru
 {
 	struct emu_daemon *d = arg;
 
+	/* Work requests posted before the packet was sent may be in the rings still (their
+	 * doorbell is in this very dispatch): take them first, once per dispatch, or a UD
+	 * receive posted in time would find no WQE and drop the datagram. */
+	if (!d->rx_drained) {
+		d->rx_drained = true;
+		emu_rings_drain(d);
+	}
 	nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
 }
 
@@ -321,6 +328,7 @@ int emu_daemon_run(struct emu_daemon *d)
 
 		if (work_round(d))
 			busy_until = now + spin;
+		d->rx_drained = false;
 		if (now < busy_until) {
 			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
 			/* Spinning: give the CPU to a runnable client or peer daemon first

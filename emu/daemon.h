@@ -134,6 +134,7 @@ struct emu_daemon {
 	unsigned closing_sessions;
 	struct emu_session *last_session;	/* ports.c's lookup cache */	/* closed, waiting for their polls to end */
 	bool port_up;
+	bool rx_drained;		/* rings drained since this dispatch began (daemon.c) */
 	bool usage_error;
 	bool loop_ready;		/* emu_loop_init succeeded */		/* start failed on a bad flag value (exit 2) */
 	enum nic_fault_policy default_policy;

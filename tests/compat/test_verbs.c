@@ -307,6 +307,9 @@ static void event_fds(void)
 	T_EQ(errno, EINTR, "EINTR");
 	fl = fcntl(s[0].ctx->async_fd, F_GETFL);
 	fcntl(s[0].ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	/* events already there (GID_CHANGE when the veth's IPv6 address settles) first */
+	for (int i = 0; i < 8 && !ibv_get_async_event(s[0].ctx, &ev); i++)
+		ibv_ack_async_event(&ev);
 	errno = 0;
 	T_EQ(ibv_get_async_event(s[0].ctx, &ev), -1, "non-blocking async fd, no event");
 	T_EQ(errno, EAGAIN, "EAGAIN");
@@ -353,6 +356,107 @@ static void decoherence(void)
 	T_EQ(ibv_dereg_mr(mr), 0, "dereg");
 }
 
+/* UD both ways: the reply's AH comes from the request's completion and GRH. */
+static struct ibv_qp *ud_qp(struct side *x)
+{
+	struct ibv_qp_init_attr a = { .send_cq = x->cq, .recv_cq = x->cq, .qp_type = IBV_QPT_UD,
+		.cap = { 8, 8, 1, 1, 0 } };
+	struct ibv_qp *qp = ibv_create_qp(x->pd, &a);
+	struct ibv_qp_attr q = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+
+	if (!qp || ibv_modify_qp(qp, &q, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_QKEY))
+		return NULL;
+	q.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &q, IBV_QP_STATE))
+		return NULL;
+	q.qp_state = IBV_QPS_RTS;
+	q.sq_psn = 7;
+	return ibv_modify_qp(qp, &q, IBV_QP_STATE | IBV_QP_SQ_PSN) ? NULL : qp;
+}
+
+static int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t qpn, struct ibv_mr *mr,
+		   void *buf, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.ud = { .ah = ah, .remote_qpn = qpn, .remote_qkey = 0x11111111 } }, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int ud_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static void ud_reply(uint8_t *b0, struct ibv_mr *m0, uint8_t *b1, struct ibv_mr *m1)
+{
+	struct ibv_qp *q0 = ud_qp(&s[0]), *q1 = ud_qp(&s[1]);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+		.grh = { .dgid = s[1].gid, .sgid_index = GID_IDX, .hop_limit = 1 } };
+	struct ibv_ah *ah = ibv_create_ah(s[0].pd, &aa), *back = NULL;
+	struct ibv_wc wc;
+
+	T_CHECK(q0 && q1 && ah, "UD QPs and AH: %m");
+	if (!q0 || !q1 || !ah)
+		return;
+	memset(b0, 0x31, 64);
+	T_EQ(ud_recv(q1, m1, b1, 40 + 64), 0, "post_recv with room for the GRH");
+	T_EQ(ud_recv(q0, m0, b0 + 4096, 40 + 64), 0, "post_recv on side 0");
+	T_EQ(ud_send(q0, ah, q1->qp_num, m0, b0, 64), 0, "UD send");
+	T_EQ(wait_wc(s[0].cq, &wc), IBV_WC_SUCCESS, "send completion");
+	T_EQ(wait_wc(s[1].cq, &wc), IBV_WC_SUCCESS, "receive completion");
+	T_CHECK(wc.wc_flags & IBV_WC_GRH, "IBV_WC_GRH");
+	T_EQ(wc.byte_len, 40 + 64, "byte_len counts the GRH area");
+	T_EQ(wc.src_qp, q0->qp_num, "src_qp");
+	T_EQ(wc.sl, 2, "sl 2: RoCEv2 over IPv4, as mlx5 says it");
+	T_CHECK(b1[20] == 0x45 && b1[40] == 0x31, "IPv4 header at +20, data at +40");
+	back = ibv_create_ah_from_wc(s[1].pd, &wc, (struct ibv_grh *)b1, 1);
+	T_CHECK(back != NULL, "create_ah_from_wc: %m");
+	if (back) {
+		T_EQ(ud_send(q1, back, wc.src_qp, m1, b1 + 40, 64), 0, "the reply");
+		T_EQ(wait_wc(s[1].cq, &wc), IBV_WC_SUCCESS, "reply sent");
+		T_EQ(wait_wc(s[0].cq, &wc), IBV_WC_SUCCESS, "reply received");
+		T_CHECK(b0[4096 + 40] == 0x31, "the reply carried the bytes back");
+		ibv_destroy_ah(back);
+	}
+	ibv_destroy_ah(ah);
+	ibv_destroy_qp(q0);
+	ibv_destroy_qp(q1);
+}
+
+/* rereg, resize, fork rules, names: the smaller verbs, as rdma-core defines them. */
+static void small_verbs(struct ibv_mr *lmr, struct ibv_cq *cq)
+{
+	uint32_t lkey = lmr->lkey;
+
+	T_EQ(ibv_rereg_mr(lmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), 0, "rereg access");
+	T_CHECK(lmr->lkey != lkey || lmr->lkey == lkey, "keys valid after rereg");
+	T_EQ(ibv_rereg_mr(lmr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, ACCESS), 0,
+	     "rereg back");
+	T_EQ(ibv_rereg_mr(lmr, 0x80, NULL, NULL, 0, ACCESS), IBV_REREG_MR_ERR_INPUT,
+	     "rereg: unknown flag");
+	T_EQ(ibv_resize_cq(cq, 16), 0, "resize within the CQ");
+	T_EQ(ibv_resize_cq(cq, 1 << 20), EOPNOTSUPP, "resize beyond it");
+	T_EQ(ibv_fork_init(), EINVAL, "fork_init after MRs exist: too late, as rdma-core");
+	T_EQ(ibv_is_fork_initialized(), IBV_FORK_DISABLED, "fork support off");
+	T_CHECK(!strcmp(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error"),
+		"wc_status_str");
+	T_CHECK(!strcmp(ibv_event_type_str(IBV_EVENT_DEVICE_FATAL), "local catastrophic error"),
+		"event_type_str");
+	T_CHECK(!strcmp(ibv_port_state_str(IBV_PORT_ACTIVE), "active"), "port_state_str");
+	T_CHECK(!strcmp(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter"),
+		"node_type_str");
+	T_EQ(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125, "rate_to_mbps");
+	T_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS, "mult_to_ibv_rate");
+}
+
 static int setup(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -389,6 +493,17 @@ int main(void)
 	T_CHECK(lmr && rmr, "MRs: %m");
 	refused(s[0].ctx, s[0].pd);
 	extended_api(lbuf, lmr, rbuf, rmr);
+	{
+		uint8_t *u0 = h_cold(LEN), *u1 = h_cold(LEN);
+		struct ibv_mr *m0 = ibv_reg_mr(s[0].pd, u0, LEN, ACCESS);
+		struct ibv_mr *m1 = ibv_reg_mr(s[1].pd, u1, LEN, ACCESS);
+
+		if (m0 && m1)
+			ud_reply(u0, m0, u1, m1);
+		ibv_dereg_mr(m0);
+		ibv_dereg_mr(m1);
+	}
+	small_verbs(lmr, s[0].cq);
 	event_fds();
 	decoherence();
 	bad_arguments(lmr, lbuf);
@@ -399,6 +514,10 @@ int main(void)
 	h_daemon_stop(&env, 1, SIGKILL);
 	T_CHECK(wait_event(s[1].ctx, IBV_EVENT_DEVICE_FATAL, NULL, 5000), "DEVICE_FATAL");
 	T_CHECK(ibv_poll_cq(s[1].cq, 1, &wc) < 0, "poll_cq on a dead device fails");
+	if (t_failures) {
+		h_show_log(&env, 0);
+		h_show_log(&env, 1);
+	}
 	for (int i = 0; i < 2; i++) {
 		ibv_destroy_qp(s[i].qp);
 		ibv_destroy_cq(s[i].cq);
