@@ -222,7 +222,7 @@ static void nap_ms(int ms)
 }
 
 /* Wait until p listens on port: false when it exits first or timeout_ms passes. */
-static bool wait_listen(struct tr_proc *p, unsigned port, int timeout_ms)
+bool cr_wait_listen(struct tr_proc *p, unsigned port, int timeout_ms)
 {
 	for (int k = 0; k < timeout_ms / 10; k++) {
 		if (listens(p->pid, port))
@@ -315,7 +315,7 @@ int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
 	r->sout = r->cout = NULL;
 	if (tr_start(e, 1, r->server.v, env_with(env, senv), &s))
 		return -1;
-	if (!wait_listen(&s, port, 20000)) {
+	if (!cr_wait_listen(&s, port, 20000)) {
 		r->sexit = collect(&s, &r->server, 0, &r->sout);
 		snprintf(msg, sizeof(msg), "(not started: the server never listened on TCP port "
 			 "%u)", port);

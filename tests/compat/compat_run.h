@@ -32,6 +32,10 @@ const char *cr_cmdline(const struct cr_args *a);
 /* Exit 77 with a message naming the package when `prog` is not on PATH. */
 void cr_need(const char *prog, const char *package);
 
+/* Wait until p's own socket listens on TCP port `port` (servers print nothing useful
+ * before they exit: their stdout is a file, fully buffered). */
+bool cr_wait_listen(struct tr_proc *p, unsigned port, int timeout_ms);
+
 /* The clients' environment: LD_LIBRARY_PATH=$ODPEMU_COMPAT_DIR and cr_preload_env();
  * NULL-terminated. */
 const char *const *cr_env(void);
