@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "rundir.h"
 
 static void usage(FILE *f)
 {
@@ -213,17 +214,9 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 
 const char *emu_rundir(const struct emu_options *o, char *buf, unsigned len)
 {
-	const char *env = getenv("ODPEMU_RUNDIR"), *xdg = getenv("XDG_RUNTIME_DIR");
-
 	if (o && o->rundir)
 		snprintf(buf, len, "%s", o->rundir);
-	else if (env && *env)
-		snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		snprintf(buf, len, "/run/odpemu");
-	else if (xdg && *xdg)
-		snprintf(buf, len, "%s/odpemu", xdg);
 	else
-		snprintf(buf, len, "/tmp/odpemu-%u", (unsigned)geteuid());
+		ipc_rundir(buf, len);
 	return buf;
 }

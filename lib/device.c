@@ -11,23 +11,8 @@
 #include <unistd.h>
 
 #include "lib_int.h"
+#include "rundir.h"
 
-/* $ODPEMU_RUNDIR, else /run/odpemu for root, else $XDG_RUNTIME_DIR/odpemu, else
- * /tmp/odpemu-UID (the daemon picks the same). */
-static void rundir(char *buf, size_t len)
-{
-	const char *env = getenv("ODPEMU_RUNDIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-
-	if (env && *env)
-		snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		snprintf(buf, len, "/run/odpemu");
-	else if (xdg && *xdg)
-		snprintf(buf, len, "%s/odpemu", xdg);
-	else
-		snprintf(buf, len, "/tmp/odpemu-%u", (unsigned)geteuid());
-}
 
 /* "odp0.sock" -> "odp0"; false for other files and names too long for the protocol. */
 static bool sock_name(const char *file, char *name)
@@ -130,7 +115,7 @@ ODPEMU_EXPORT struct odpemu_device **odpemu_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
-	rundir(dir, sizeof(dir));
+	ipc_rundir(dir, sizeof(dir));
 	rc = scan(dir, &list, &n);
 	if (rc) {
 		odpemu_free_device_list(list);

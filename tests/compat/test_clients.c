@@ -17,9 +17,10 @@
 #include <unistd.h>
 
 #include "compat_run.h"
+#include "ipc.h"
 #include "t.h"
 
-#define DEVNODE "/dev/infiniband/odpemu"	/* emu/ipc.h IPC_DEVNODE_DIR/_NAME */
+#define DEVNODE IPC_DEVNODE_DIR "/" IPC_DEVNODE_NAME
 
 static struct h_env env;
 

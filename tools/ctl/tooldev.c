@@ -13,19 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rundir.h"
+
 void tool_rundir(char *buf, size_t len)
 {
-	const char *env = getenv("ODPEMU_RUNDIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-
-	if (env && *env)
-		snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		snprintf(buf, len, "/run/odpemu");
-	else if (xdg && *xdg)
-		snprintf(buf, len, "%s/odpemu", xdg);
-	else
-		snprintf(buf, len, "/tmp/odpemu-%u", (unsigned)geteuid());
+	ipc_rundir(buf, len);
 }
 
 void tool_err(const char *prog, const char *fmt, ...)
