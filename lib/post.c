@@ -22,24 +22,9 @@ static_assert(offsetof(struct odpemu_sge, lkey) == offsetof(struct ipc_sge, lkey
 #define SEND_FLAGS	(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED | \
 			 ODPEMU_SEND_INLINE)
 
-static bool opcode_ok(enum odpemu_qp_type type, enum odpemu_wr_opcode op)
-{
-	if (type == ODPEMU_QPT_UD)
-		return op == ODPEMU_WR_SEND || op == ODPEMU_WR_SEND_WITH_IMM;
-	switch (op) {
-	case ODPEMU_WR_RDMA_WRITE: case ODPEMU_WR_RDMA_WRITE_WITH_IMM: case ODPEMU_WR_SEND:
-	case ODPEMU_WR_SEND_WITH_IMM: case ODPEMU_WR_RDMA_READ: case ODPEMU_WR_ATOMIC_CMP_AND_SWP:
-	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: case ODPEMU_WR_SEND_WITH_INV: case ODPEMU_WR_FLUSH:
-	case ODPEMU_WR_ATOMIC_WRITE:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static bool is_atomic(enum odpemu_wr_opcode op)
 {
-	return op == ODPEMU_WR_ATOMIC_CMP_AND_SWP || op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	return odpemu_wr_props(op) & ODPEMU_WRP_ATOMIC;
 }
 
 static uint64_t sge_total(const struct odpemu_sge *sge, int n)
@@ -59,7 +44,7 @@ static int check_shape(const struct lib_qp *qp, const struct odpemu_send_wr *wr,
 	enum odpemu_wr_opcode op = wr->opcode;
 
 	if ((wr->send_flags & ODPEMU_SEND_INLINE) &&
-	    (len > qp->sq.max_inline || op == ODPEMU_WR_RDMA_READ || is_atomic(op)))
+	    (len > qp->sq.max_inline || (odpemu_wr_props(op) & ODPEMU_WRP_RESPONSE)))
 		return EINVAL;
 	if (len > MAX_MSG)
 		return EINVAL;
@@ -80,7 +65,7 @@ static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;	/* before the SGE list is read */
-	if (!opcode_ok(qp->pub.qp_type, wr->opcode) || (wr->send_flags & ~SEND_FLAGS))
+	if (!odpemu_wr_allowed(qp->pub.qp_type, wr->opcode) || (wr->send_flags & ~SEND_FLAGS))
 		return EINVAL;
 	if (qp->pub.qp_type == ODPEMU_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;

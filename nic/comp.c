@@ -14,10 +14,10 @@
  */
 #include "nic_int.h"
 
+/* What an ACK completes: everything but the requests answered with data. */
 static bool acked_by_ack(enum odpemu_wr_opcode op)
 {
-	return op != ODPEMU_WR_RDMA_READ && op != ODPEMU_WR_ATOMIC_CMP_AND_SWP &&
-	       op != ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	return !(odpemu_wr_props(op) & ODPEMU_WRP_RESPONSE);
 }
 
 static uint32_t last_psn(const struct nic_swqe *w)
@@ -326,7 +326,7 @@ void nic_comp_retire(struct nic_qp *qp)
 		if (w->signaled || w->status != ODPEMU_WC_SUCCESS) {
 			struct nic_wc wc = {
 				.wr_id = w->wr.wr_id, .status = w->status,
-				.opcode = nic_wc_opcode_of(w->wr.opcode),
+				.opcode = odpemu_wr_wc_opcode(w->wr.opcode),
 				.byte_len = w->wr.opcode == ODPEMU_WR_RDMA_READ ? w->length : 0,
 				.qp_num = qp->qpn, .vendor_err = w->vendor_err,
 			};

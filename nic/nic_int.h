@@ -262,7 +262,6 @@ void nic_qp_flush(struct nic_qp *qp);
 void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
 		       unsigned verr);
 void nic_recv_complete(struct nic_qp *qp, const struct nic_wc *wc, bool solicited);
-enum odpemu_wc_opcode nic_wc_opcode_of(enum odpemu_wr_opcode op);
 void nic_qp_hash_add(struct nic *nic, struct nic_qp *qp);
 void nic_qp_hash_del(struct nic *nic, struct nic_qp *qp);
 

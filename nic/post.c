@@ -3,24 +3,9 @@
  * caller's WR and SGE arrays may be reused at once, as with ibv_post_send). */
 #include "nic_int.h"
 
-static bool opcode_ok(enum odpemu_qp_type type, enum odpemu_wr_opcode op)
-{
-	if (type == ODPEMU_QPT_UD)
-		return op == ODPEMU_WR_SEND || op == ODPEMU_WR_SEND_WITH_IMM;
-	switch (op) {
-	case ODPEMU_WR_RDMA_WRITE: case ODPEMU_WR_RDMA_WRITE_WITH_IMM: case ODPEMU_WR_SEND:
-	case ODPEMU_WR_SEND_WITH_IMM: case ODPEMU_WR_RDMA_READ: case ODPEMU_WR_ATOMIC_CMP_AND_SWP:
-	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: case ODPEMU_WR_SEND_WITH_INV: case ODPEMU_WR_FLUSH:
-	case ODPEMU_WR_ATOMIC_WRITE:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static bool is_atomic(enum odpemu_wr_opcode op)
 {
-	return op == ODPEMU_WR_ATOMIC_CMP_AND_SWP || op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	return odpemu_wr_props(op) & ODPEMU_WRP_ATOMIC;
 }
 
 /* Shape rules of the verbs spec: atomics target one aligned 8-byte word and land 8 bytes
@@ -29,13 +14,13 @@ static int check_wr(const struct nic_qp *qp, const struct nic_send_wr *wr, uint3
 {
 	bool inl = wr->send_flags & ODPEMU_SEND_INLINE;
 
-	if (!opcode_ok(qp->type, wr->opcode))
+	if (!odpemu_wr_allowed(qp->type, wr->opcode))
 		return -EINVAL;	/* the SGE count was checked before the list was summed */
 	if (wr->send_flags & ~(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED |
 			       ODPEMU_SEND_INLINE))
 		return -EINVAL;
-	if (inl && (len > qp->sq.max_inline || wr->opcode == ODPEMU_WR_RDMA_READ ||
-		    is_atomic(wr->opcode)))
+	if (inl && (len > qp->sq.max_inline ||
+		    (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_RESPONSE)))
 		return -EINVAL;
 	if (len > ROCE_RETH_MAX_LEN)
 		return -EINVAL;

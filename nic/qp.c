@@ -152,21 +152,6 @@ int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out)
 
 /* ---- completions ---- */
 
-enum odpemu_wc_opcode nic_wc_opcode_of(enum odpemu_wr_opcode op)
-{
-	switch (op) {
-	case ODPEMU_WR_RDMA_WRITE:
-	case ODPEMU_WR_RDMA_WRITE_WITH_IMM: return ODPEMU_WC_RDMA_WRITE;
-	case ODPEMU_WR_RDMA_READ: return ODPEMU_WC_RDMA_READ;
-	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: return ODPEMU_WC_COMP_SWAP;
-	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: return ODPEMU_WC_FETCH_ADD;
-	case ODPEMU_WR_LOCAL_INV: return ODPEMU_WC_LOCAL_INV;
-	case ODPEMU_WR_FLUSH: return ODPEMU_WC_FLUSH;
-	case ODPEMU_WR_ATOMIC_WRITE: return ODPEMU_WC_ATOMIC_WRITE;
-	default: return ODPEMU_WC_SEND;
-	}
-}
-
 /* Mark w done with st; retirement in order (and the CQE) happens in nic_comp_retire. An
  * error moves the QP to ERR, which flushes everything behind w. */
 void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
@@ -177,8 +162,7 @@ void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_sta
 	w->state = NIC_SWQE_DONE;
 	w->status = st;
 	w->vendor_err = verr;
-	if (w->wr.opcode == ODPEMU_WR_RDMA_READ || w->wr.opcode == ODPEMU_WR_ATOMIC_CMP_AND_SWP ||
-	    w->wr.opcode == ODPEMU_WR_ATOMIC_FETCH_AND_ADD) {
+	if (odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_RESPONSE) {
 		if (qp->req.rd_atomic_out)
 			qp->req.rd_atomic_out--;
 	}

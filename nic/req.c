@@ -15,28 +15,22 @@
 
 static bool is_read_or_atomic(enum odpemu_wr_opcode op)
 {
-	return op == ODPEMU_WR_RDMA_READ || op == ODPEMU_WR_ATOMIC_CMP_AND_SWP ||
-	       op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+	return odpemu_wr_props(op) & ODPEMU_WRP_RESPONSE;
 }
 
 static uint32_t npkts_of(const struct nic_qp *qp, const struct nic_swqe *w)
 {
-	switch (w->wr.opcode) {
-	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: case ODPEMU_WR_ATOMIC_FETCH_AND_ADD:
-	case ODPEMU_WR_FLUSH: case ODPEMU_WR_ATOMIC_WRITE:
+	if (odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_ONE_PACKET)
 		return 1;
-	default:
-		return w->length ? (w->length + qp->pmtu - 1) / qp->pmtu : 1;
-	}
+	return w->length ? (w->length + qp->pmtu - 1) / qp->pmtu : 1;
 }
 
 /* Opcode of the packet at byte offset off of a SEND or WRITE message. */
 static uint8_t seg_opcode(const struct nic_swqe *w, uint32_t off, uint32_t n)
 {
 	bool first = off == 0, last = off + n == w->length;
-	bool imm = w->wr.opcode == ODPEMU_WR_SEND_WITH_IMM ||
-		   w->wr.opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM;
-	bool inv = w->wr.opcode == ODPEMU_WR_SEND_WITH_INV;
+	bool imm = odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_IMM;
+	bool inv = odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_INV;
 
 	if (w->wr.opcode == ODPEMU_WR_RDMA_WRITE || w->wr.opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM) {
 		if (first && last)

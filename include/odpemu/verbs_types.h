@@ -39,15 +39,41 @@ enum odpemu_wc_status { ODPEMU_WC_STATUSES(ODPEMU_ENUM_VALUE_) };
 
 enum odpemu_wc_opcode { ODPEMU_WC_OPCODES(ODPEMU_ENUM_VALUE_) };
 
-/* Work request opcode (ibv_wr_opcode). */
+/* What a work request opcode is (the props column of ODPEMU_WR_OPCODES). */
+enum odpemu_wr_props {
+	ODPEMU_WRP_RC = 1 << 0,		/* may be posted on an RC QP */
+	ODPEMU_WRP_UD = 1 << 1,		/* may be posted on a UD QP */
+	ODPEMU_WRP_RESPONSE = 1 << 2,	/* answered with data (READ, atomics): counted against
+					 * max_rd_atomic, completed by the response, never
+					 * inline */
+	ODPEMU_WRP_ATOMIC = 1 << 3,	/* one aligned 8-byte word, 8 bytes land locally */
+	ODPEMU_WRP_ONE_PACKET = 1 << 4,	/* one request packet whatever the length */
+	ODPEMU_WRP_IMM = 1 << 5,	/* carries immediate data */
+	ODPEMU_WRP_INV = 1 << 6,	/* carries an rkey to invalidate */
+};
+
+/* Work request opcode (ibv_wr_opcode): value, the completion opcode it produces, props.
+ * The one place these facts live (lib/post.c and nic/ ask odpemu_wr_props). */
+#define ODPEMU_WRP_RCUD_ (ODPEMU_WRP_RC | ODPEMU_WRP_UD)
 #define ODPEMU_WR_OPCODES(X) \
-	X(ODPEMU_WR_, RDMA_WRITE, 0) X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1) X(ODPEMU_WR_, SEND, 2) \
-	X(ODPEMU_WR_, SEND_WITH_IMM, 3) X(ODPEMU_WR_, RDMA_READ, 4) \
-	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5) X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6) \
-	X(ODPEMU_WR_, LOCAL_INV, 7) X(ODPEMU_WR_, SEND_WITH_INV, 9) X(ODPEMU_WR_, FLUSH, 14) \
-	X(ODPEMU_WR_, ATOMIC_WRITE, 15)
+	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_RC) \
+	X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1, ODPEMU_WC_RDMA_WRITE, \
+	  ODPEMU_WRP_RC | ODPEMU_WRP_IMM) \
+	X(ODPEMU_WR_, SEND, 2, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_) \
+	X(ODPEMU_WR_, SEND_WITH_IMM, 3, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_ | ODPEMU_WRP_IMM) \
+	X(ODPEMU_WR_, RDMA_READ, 4, ODPEMU_WC_RDMA_READ, ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE) \
+	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5, ODPEMU_WC_COMP_SWAP, ODPEMU_WRP_RC | \
+	  ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | ODPEMU_WRP_ONE_PACKET) \
+	X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6, ODPEMU_WC_FETCH_ADD, ODPEMU_WRP_RC | \
+	  ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | ODPEMU_WRP_ONE_PACKET) \
+	X(ODPEMU_WR_, LOCAL_INV, 7, ODPEMU_WC_LOCAL_INV, 0)	/* not modelled */ \
+	X(ODPEMU_WR_, SEND_WITH_INV, 9, ODPEMU_WC_SEND, ODPEMU_WRP_RC | ODPEMU_WRP_INV) \
+	X(ODPEMU_WR_, FLUSH, 14, ODPEMU_WC_FLUSH, ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET) \
+	X(ODPEMU_WR_, ATOMIC_WRITE, 15, ODPEMU_WC_ATOMIC_WRITE, \
+	  ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET)
 
 enum odpemu_wr_opcode { ODPEMU_WR_OPCODES(ODPEMU_ENUM_VALUE_) };
+
 
 /* Send flags (ibv_send_flags). */
 enum odpemu_send_flags {
@@ -147,6 +173,25 @@ enum odpemu_port_state { ODPEMU_PORT_STATES(ODPEMU_ENUM_VALUE_) };
 	X(ODPEMU_FAULT_POLICY_, DEFAULT, 0) X(ODPEMU_FAULT_POLICY_, STALL, 1) \
 	X(ODPEMU_FAULT_POLICY_, RNR, 2)
 enum odpemu_fault_policy { ODPEMU_FAULT_POLICIES(ODPEMU_ENUM_VALUE_) };
+
+#define ODPEMU_WR_PROPS_CASE_(prefix, name, value, wc, props) case value: return props;
+#define ODPEMU_WR_WC_CASE_(prefix, name, value, wc, props) case value: return wc;
+/* The props of op (0 for an opcode odpemu does not know). */
+static inline unsigned odpemu_wr_props(enum odpemu_wr_opcode op)
+{
+	switch ((int)op) { ODPEMU_WR_OPCODES(ODPEMU_WR_PROPS_CASE_) default: return 0; }
+}
+/* May op be posted on a QP of this type? */
+static inline int odpemu_wr_allowed(enum odpemu_qp_type qp_type, enum odpemu_wr_opcode op)
+{
+	return !!(odpemu_wr_props(op) & (qp_type == ODPEMU_QPT_UD ? ODPEMU_WRP_UD : ODPEMU_WRP_RC));
+}
+
+/* The completion opcode a WR of op produces. */
+static inline enum odpemu_wc_opcode odpemu_wr_wc_opcode(enum odpemu_wr_opcode op)
+{
+	switch ((int)op) { ODPEMU_WR_OPCODES(ODPEMU_WR_WC_CASE_) default: return ODPEMU_WC_SEND; }
+}
 
 /* Names: "REM_ACCESS_ERR", "RDMA_WRITE", ... or "UNKNOWN". */
 #define ODPEMU_STR_FN_(fn, type, list) \
