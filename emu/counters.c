@@ -140,14 +140,9 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "qps", nc.qps);
 	put(l, "pkts_received", nc.pkts_received);
 	put(l, "pkts_sent", nc.pkts_sent);
-	put(l, "udp_rx_pkts", us.rx_pkts);
-	put(l, "udp_rx_bytes", us.rx_bytes);
-	put(l, "udp_rx_truncated", us.rx_truncated);
-	put(l, "udp_rx_errors", us.rx_errors);
-	put(l, "udp_tx_pkts", us.tx_pkts);
-	put(l, "udp_tx_bytes", us.tx_bytes);
-	put(l, "udp_tx_errors", us.tx_errors);
-	put(l, "udp_tx_err_emsgsize", us.tx_err_emsgsize);
+#define PUT_UDP_(name) put(l, "udp_" #name, us.name);
+	EMU_UDP_STATS(PUT_UDP_)
+#undef PUT_UDP_
 	put(l, "faults_raised", nc.faults_raised);
 	put(l, "faults_failed", nc.faults_failed);
 	put_iopt(l, &sum);

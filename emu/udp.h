@@ -105,15 +105,22 @@ void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
  * buffer in tx_err_again) and the datagram is dropped. */
 void emu_udp_flush(struct emu_udp *u);
 
+/* The socket's counters, one list: the struct and the device counters "udp_<name>"
+ * (emu/counters.c) are generated from it, so none goes unexported. */
+#define EMU_UDP_STATS(X) \
+	X(rx_pkts)		/* delivered */ \
+	X(rx_bytes) \
+	X(rx_truncated)		/* larger than EMU_UDP_MAX_DATAGRAM: dropped */ \
+	X(rx_errors)		/* receive errors and unreadable source addresses */ \
+	X(rx_rearms)		/* multishot re-armed (buffer ring ran dry, CQ overflow) */ \
+	X(tx_pkts)		/* accepted by the kernel */ \
+	X(tx_bytes) \
+	X(tx_errors)		/* datagrams dropped on send, for any reason */ \
+	X(tx_err_emsgsize)	/* ... because larger than the path MTU (DF) */ \
+	X(tx_err_again)		/* ... because the socket's send buffer was full */
+#define EMU_UDP_STAT_FIELD_(name) uint64_t name;
 struct emu_udp_stats {
-	uint64_t rx_pkts, rx_bytes;	/* delivered */
-	uint64_t tx_pkts, tx_bytes;	/* accepted by the kernel */
-	uint64_t tx_errors;		/* datagrams dropped on send, for any reason */
-	uint64_t tx_err_emsgsize;	/* ... because larger than the path MTU (DF) */
-	uint64_t tx_err_again;		/* ... because the socket's send buffer was full */
-	uint64_t rx_truncated;		/* larger than EMU_UDP_MAX_DATAGRAM: dropped */
-	uint64_t rx_errors;		/* receive errors and unreadable source addresses */
-	uint64_t rx_rearms;		/* multishot re-armed (buffer ring ran dry, CQ overflow) */
+	EMU_UDP_STATS(EMU_UDP_STAT_FIELD_)
 };
 
 void emu_udp_stats(const struct emu_udp *u, struct emu_udp_stats *out);
