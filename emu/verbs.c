@@ -16,14 +16,6 @@
 #include "daemon.h"
 
 
-/* The body must be exactly `want` bytes (variable ops check their arrays themselves). */
-#define WANT_BODY(r, type) \
-	do { \
-		if ((r)->len != sizeof(type)) \
-			return emu_reply_err((r), -EBADMSG, "%s body of %zu bytes, want %zu", \
-					     #type, (r)->len, sizeof(type)); \
-	} while (0)
-
 static int ok(struct emu_req *r, const void *body, size_t len)
 {
 	return emu_ctl_reply(r->s, r->hdr, 0, body, len, NULL, 0);
@@ -85,7 +77,7 @@ static int op_hello(struct emu_req *r)
 	struct ipc_hello_rep rep = { .session = s->id, .daemon_pid = (uint32_t)getpid() };
 	int p[2], fds[3];
 
-	WANT_BODY(r, struct ipc_hello_req);
+	EMU_WANT_BODY(r, struct ipc_hello_req);
 	if (event_pipe(p))
 		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
@@ -317,10 +309,11 @@ static int op_reg_mr(struct emu_req *r)
 	else if ((rc = nic_mr_reg(pd->u.pd, &init, &o->u.mr.mr)))
 		emu_obj_free(o);
 	if (rc) {
+		const char *why = nic_mr_init_why(r->s->d->nic, &init);
+
 		if (pin)
 			munmap(pin, pin_len);
-		return emu_reply_err(r, rc, "reg_mr: %s", rc == -EINVAL ? "invalid access flags "
-				     "or range (remote write/atomic need local write)" : strerror(-rc));
+		return emu_reply_err(r, rc, "reg_mr: %s", why ? why : strerror(-rc));
 	}
 	o->u.mr.pin = pin;
 	o->u.mr.pin_len = pin_len;
@@ -352,7 +345,7 @@ static int op_advise_mr(struct emu_req *r)
 	struct emu_session *s = r->s;
 	int rc = 0;
 
-	WANT_BODY(r, struct ipc_advise_req);
+	EMU_WANT_BODY(r, struct ipc_advise_req);
 	if (!emu_obj_get(s, r->hdr->handle, EMU_OBJ_PD) || !q->nsge || q->nsge > IPC_MAX_ADVISE_SGE ||
 	    q->flags & ~(uint32_t)ODPEMU_ADVISE_MR_FLAG_FLUSH)
 		return emu_reply_err(r, -EINVAL, "advise_mr: bad PD, SGE count or flags");
@@ -408,7 +401,7 @@ static int op_create_cq(struct emu_req *r)
 	uint32_t size;
 	int rc, fd;
 
-	WANT_BODY(r, struct ipc_create_cq_req);
+	EMU_WANT_BODY(r, struct ipc_create_cq_req);
 	if (q->channel && !(ch = emu_obj_get(r->s, q->channel, EMU_OBJ_CHANNEL)))
 		return emu_reply_err(r, -ENOENT, "create_cq: no channel %u", q->channel);
 	if (!q->cqe || q->cqe > nic_attr(r->s->d->nic)->max_cqe)
@@ -444,7 +437,7 @@ static int op_inject(struct emu_req *r)
 	char key[sizeof(q->key) + 1], value[sizeof(q->value) + 1], err[128] = "";
 	int rc;
 
-	WANT_BODY(r, struct ipc_inject_req);
+	EMU_WANT_BODY(r, struct ipc_inject_req);
 	memcpy(key, q->key, sizeof(q->key));
 	key[sizeof(q->key)] = 0;
 	memcpy(value, q->value, sizeof(q->value));
@@ -462,7 +455,7 @@ static int op_get_inject(struct emu_req *r)
 	char err[128] = "";
 	int rc;
 
-	WANT_BODY(r, struct ipc_inject_req);
+	EMU_WANT_BODY(r, struct ipc_inject_req);
 	memset(&rep, 0, sizeof(rep));
 	memcpy(rep.key, q->key, sizeof(rep.key));
 	rep.key[sizeof(rep.key) - 1] = 0;

@@ -7,13 +7,6 @@
 
 #include "daemon.h"
 
-#define WANT(r, type) \
-	do { \
-		if ((r)->len != sizeof(type)) \
-			return emu_reply_err((r), -EBADMSG, "%s body of %zu bytes, want %zu", \
-					     #type, (r)->len, sizeof(type)); \
-	} while (0)
-
 /* ---- SRQ ---- */
 
 int emu_op_create_srq(struct emu_req *r)
@@ -25,7 +18,7 @@ int emu_op_create_srq(struct emu_req *r)
 	uint32_t size, slot;
 	int rc, fd;
 
-	WANT(r, struct ipc_create_srq_req);
+	EMU_WANT_BODY(r, struct ipc_create_srq_req);
 	if (!(pd = emu_obj_get(r->s, q->pd, EMU_OBJ_PD)))
 		return emu_reply_err(r, -ENOENT, "create_srq: no PD %u", q->pd);
 	if (!q->max_wr || q->max_wr > a->max_srq_wr || !q->max_sge || q->max_sge > a->max_srq_sge)
@@ -63,7 +56,7 @@ int emu_op_modify_srq(struct emu_req *r)
 	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_SRQ);
 	int rc;
 
-	WANT(r, struct ipc_modify_srq_req);
+	EMU_WANT_BODY(r, struct ipc_modify_srq_req);
 	if (!o)
 		return emu_reply_err(r, -ENOENT, "modify_srq: no SRQ %u", r->hdr->handle);
 	if ((rc = nic_srq_arm(o->u.srq.srq, q->srq_limit)))
@@ -141,7 +134,7 @@ int emu_op_create_qp(struct emu_req *r)
 	struct nic_qp_init init;
 	int rc, fd;
 
-	WANT(r, struct ipc_create_qp_req);
+	EMU_WANT_BODY(r, struct ipc_create_qp_req);
 	if ((rc = qp_refs(r, q, &pd, &scq, &rcq, &srq)))
 		return rc;
 	init = (struct nic_qp_init){ .type = q->qp_type, .send_cq = scq->u.cq.cq,
@@ -153,10 +146,10 @@ int emu_op_create_qp(struct emu_req *r)
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_QP)))
 		return emu_reply_err(r, -ENOMEM, "too many objects");
 	if ((rc = nic_qp_create(pd->u.pd, &init, &o->u.qp.qp))) {
+		const char *why = nic_qp_init_why(r->s->d->nic, &init);
+
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_qp: %s", rc == -EINVAL ?
-				     "capabilities beyond the device's (see query_device)" :
-				     strerror(-rc));
+		return emu_reply_err(r, rc, "create_qp: %s", why ? why : strerror(-rc));
 	}
 	if ((rc = qp_rings(o, q, &fd))) {
 		nic_qp_destroy(o->u.qp.qp);
@@ -264,7 +257,7 @@ int emu_op_modify_qp(struct emu_req *r)
 	const char *why = NULL;
 	int rc;
 
-	WANT(r, struct ipc_modify_qp_req);
+	EMU_WANT_BODY(r, struct ipc_modify_qp_req);
 	if (!o)
 		return emu_reply_err(r, -ENOENT, "modify_qp: no QP %u", r->hdr->handle);
 	attr_from_ipc(&n, &q->attr);

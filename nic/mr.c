@@ -12,25 +12,36 @@
  */
 #include "nic_int.h"
 
-static int check_init(const struct nic *nic, const struct nic_mr_init *in, bool *implicit)
+static bool is_implicit(const struct nic_mr_init *in)
+{
+	return (in->access & ODPEMU_ACCESS_ON_DEMAND) && in->va == 0 && in->len == UINT64_MAX;
+}
+
+const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *in)
 {
 	bool odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
 
 	if (in->access & ~ODPEMU_ACCESS_ALL_MR)
-		return -EINVAL;
+		return "unknown access flags";
 	/* IBA 10.6.3.1: remote write or atomic access needs local write. */
 	if ((in->access & (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_ATOMIC)) &&
 	    !(in->access & ODPEMU_ACCESS_LOCAL_WRITE))
-		return -EINVAL;
-	*implicit = odp && in->va == 0 && in->len == UINT64_MAX;
-	if (*implicit)
-		return 0;
-	if (in->len == 0 || in->len > nic->attr.max_mr_size || in->va + in->len < in->va ||
-	    in->va + in->len > IOPT_VA_END)
-		return -EINVAL;
+		return "remote write or atomic access needs local write: IBA 10.6.3.1";
+	if (is_implicit(in))
+		return NULL;
+	if (in->len == 0 || in->len > nic->attr.max_mr_size)
+		return "length 0 or beyond the device's max_mr_size";
+	if (in->va + in->len < in->va || in->va + in->len > IOPT_VA_END)
+		return "the range leaves the 47-bit user address space";
 	if (!odp && (in->host & NIC_PAGE_MASK) != (in->va & NIC_PAGE_MASK))
-		return -EINVAL;
-	return 0;
+		return "a pinned MR's host address must share the page offset of its va";
+	return NULL;
+}
+
+static int check_init(const struct nic *nic, const struct nic_mr_init *in, bool *implicit)
+{
+	*implicit = is_implicit(in);
+	return nic_mr_init_why(nic, in) ? -EINVAL : 0;
 }
 
 static int alloc_slot(struct nic *nic, struct nic_mr *mr)

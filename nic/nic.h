@@ -142,7 +142,10 @@ struct nic_mr_init {
 	unsigned access;	/* enum odpemu_access_flags */
 	uint64_t host;		/* pinned MRs only */
 };
+/* 0, -EINVAL (nic_mr_init_why says why), -ENOMEM. */
 int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *init, struct nic_mr **out);
+/* Why nic_mr_reg would refuse init with -EINVAL, in words; NULL if it would not. */
+const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *init);
 /* Safe while traffic is in flight: the MR's keys stop matching at once; DMAs already
  * translating finish first (the IOPT fence); packets that find the key gone are NAKed. */
 int nic_mr_dereg(struct nic_mr *mr);
@@ -218,7 +221,10 @@ struct nic_qp_init {
 	enum nic_fault_policy { NIC_FAULT_STALL = 0, NIC_FAULT_RNR = 1 } fault_policy;
 };
 
+/* 0, -EINVAL / -EOPNOTSUPP (nic_qp_init_why says why), -ENOMEM. */
 int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *init, struct nic_qp **out);
+/* Why nic_qp_create would refuse init, in words; NULL if it would not. */
+const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *init);
 /* Destroying a QP in any state is allowed; its WQEs are dropped without completions (as
  * ibv_destroy_qp). */
 int nic_qp_destroy(struct nic_qp *qp);

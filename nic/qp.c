@@ -3,24 +3,36 @@
  * and its flush (IBA 10.3.1: every outstanding WR completes with WR_FLUSH_ERR). */
 #include "nic_int.h"
 
-static int check_init(const struct nic *nic, const struct nic_qp_init *in)
+const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 {
 	const struct nic_device_attr *a = &nic->attr;
 
 	if (in->type != ODPEMU_QPT_RC && in->type != ODPEMU_QPT_UD)
-		return -EOPNOTSUPP;
+		return "only RC and UD QPs are modelled";
 	if (!in->send_cq || !in->recv_cq || in->send_cq->nic != nic || in->recv_cq->nic != nic)
-		return -EINVAL;
-	if (!in->max_send_wr || in->max_send_wr > a->max_qp_wr ||
-	    in->max_send_sge > a->max_sge || in->max_send_sge > NIC_MAX_SGE ||
-	    in->max_inline_data > a->max_inline_data || in->max_inline_data > NIC_MAX_INLINE)
-		return -EINVAL;
-	if (!in->srq && (!in->max_recv_wr || in->max_recv_wr > a->max_qp_wr ||
-			 in->max_recv_sge > a->max_sge || in->max_recv_sge > NIC_MAX_SGE))
-		return -EINVAL;
+		return "send_cq and recv_cq must be CQs of this device";
+	if (!in->max_send_wr || in->max_send_wr > a->max_qp_wr)
+		return "cap.max_send_wr must be 1 to the device's max_qp_wr";
+	if (in->max_send_sge > a->max_sge || in->max_send_sge > NIC_MAX_SGE)
+		return "cap.max_send_sge beyond the device's max_sge";
+	if (in->max_inline_data > a->max_inline_data || in->max_inline_data > NIC_MAX_INLINE)
+		return "cap.max_inline_data beyond the device's limit";
+	if (!in->srq && (!in->max_recv_wr || in->max_recv_wr > a->max_qp_wr))
+		return "cap.max_recv_wr must be 1 to the device's max_qp_wr (or use an SRQ)";
+	if (!in->srq && (in->max_recv_sge > a->max_sge || in->max_recv_sge > NIC_MAX_SGE))
+		return "cap.max_recv_sge beyond the device's max_sge";
 	if (in->fault_policy != NIC_FAULT_STALL && in->fault_policy != NIC_FAULT_RNR)
-		return -EINVAL;
-	return 0;
+		return "unknown fault policy";
+	return NULL;
+}
+
+static int check_init(const struct nic *nic, const struct nic_qp_init *in)
+{
+	const char *why = nic_qp_init_why(nic, in);
+
+	if (!why)
+		return 0;
+	return in->type != ODPEMU_QPT_RC && in->type != ODPEMU_QPT_UD ? -EOPNOTSUPP : -EINVAL;
 }
 
 static void qp_free(struct nic_qp *qp)

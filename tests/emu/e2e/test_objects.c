@@ -33,6 +33,26 @@ static int post1(struct odpemu_qp *qp, enum odpemu_wr_opcode op, struct odpemu_m
 	return odpemu_post_send(qp, &wr, &bad);
 }
 
+/* A refused create says why, in nic/'s words (nic_qp_init_why, nic_mr_init_why). */
+static void refusals_explained(struct odpemu_context *c)
+{
+	struct odpemu_pd *pd = odpemu_alloc_pd(c);
+	struct odpemu_cq *cq = odpemu_create_cq(c, 8, NULL, NULL, 0);
+	struct odpemu_qp_init_attr qi = { .send_cq = cq, .recv_cq = cq, .qp_type = ODPEMU_QPT_RC,
+		.cap = { 8, 8, 1000, 1, 0 } };
+
+	errno = 0;
+	T_CHECK(pd && cq && !odpemu_create_qp(pd, &qi) && errno == EINVAL, "1000 send SGEs");
+	T_CHECK(strstr(odpemu_last_error(c), "max_send_sge"), "why: %s", odpemu_last_error(c));
+	errno = 0;
+	T_CHECK(!odpemu_reg_mr(pd, (void *)0x7ffffffff000ull, 1 << 20,
+			       ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_ON_DEMAND) && errno == EINVAL,
+		"an ODP MR past the user address space");
+	T_CHECK(strstr(odpemu_last_error(c), "47-bit"), "why: %s", odpemu_last_error(c));
+	odpemu_destroy_cq(cq);
+	odpemu_dealloc_pd(pd);
+}
+
 static void queries(struct odpemu_context *c)
 {
 	struct odpemu_device_attr da;
@@ -52,6 +72,7 @@ static void queries(struct odpemu_context *c)
 	T_EQ(odpemu_query_gid(c, 1, 0, &g), 0, "query_gid 0");
 	T_CHECK(odpemu_query_port(c, 2, &pa) == EINVAL, "port 2 does not exist");
 	T_CHECK(odpemu_query_gid(c, 1, 99, &g) == EINVAL, "GID index 99");
+	refusals_explained(c);
 }
 
 static void channel(struct odpemu_context **ctx)
