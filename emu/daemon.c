@@ -249,6 +249,48 @@ static int apply_knobs(struct emu_daemon *d)
 	return 0;
 }
 
+static int init_loop(struct emu_daemon *d)
+{
+	int rc = emu_loop_init(&d->loop, 256);
+
+	d->loop_ready = rc == 0;
+	return rc;
+}
+
+static int start_fault_thread(struct emu_daemon *d)
+{
+	int rc = emu_fault_start(&d->inject, &d->fault);
+
+	if (rc) {
+		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
+		return rc;
+	}
+	d->fault_io.fn = emu_fault_answers;
+	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
+	return 0;
+}
+
+/* Optional: without it the port state is the one read at start. */
+static int follow_netdev(struct emu_daemon *d)
+{
+	if (emu_netdev_watch_open(&d->netdev, &d->watch) == 0) {
+		d->watch_io.fn = on_netdev;
+		emu_loop_poll_in(&d->loop, emu_netdev_watch_fd(d->watch), &d->watch_io);
+	} else {
+		emu_log(EMU_LOG_WARN, "cannot follow link changes of %s", d->netdev.name);
+	}
+	d->port_up = d->netdev.up;
+	return 0;
+}
+
+/* The start, in order; emu_daemon_stop undoes whatever exists, in reverse. The control
+ * socket is claimed before the UDP port, so a second daemon of the same name says so
+ * rather than that the address is taken. */
+static int (*const start_stages[])(struct emu_daemon *) = {
+	resolve_netdev, init_loop, create_status_page, block_signals, create_nic,
+	emu_ctl_listen, open_udp, start_fault_thread, follow_netdev,
+};
+
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 {
 	int rc;
@@ -262,25 +304,9 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 		d->usage_error = true;	/* a bad flag value: exit 2, like a bad flag */
 		return rc;
 	}
-	/* The control socket is claimed before the UDP port, so a second daemon of the same
-	 * name says so rather than that the address is taken. */
-	if ((rc = resolve_netdev(d)) || (rc = emu_loop_init(&d->loop, 256)) ||
-	    !(d->loop_ready = true) || (rc = create_status_page(d)) || (rc = block_signals(d)) || (rc = create_nic(d)) ||
-	    (rc = emu_ctl_listen(d)) || (rc = open_udp(d)))
-		return rc;
-	if ((rc = emu_fault_start(&d->inject, &d->fault))) {
-		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
-		return rc;
-	}
-	d->fault_io.fn = emu_fault_answers;
-	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
-	if (emu_netdev_watch_open(&d->netdev, &d->watch) == 0) {
-		d->watch_io.fn = on_netdev;
-		emu_loop_poll_in(&d->loop, emu_netdev_watch_fd(d->watch), &d->watch_io);
-	} else {
-		emu_log(EMU_LOG_WARN, "cannot follow link changes of %s", d->netdev.name);
-	}
-	d->port_up = d->netdev.up;
+	for (size_t i = 0; i < sizeof(start_stages) / sizeof(start_stages[0]); i++)
+		if ((rc = start_stages[i](d)))
+			return rc;
 	d->evict_last_ns = emu_now_ns();
 	emu_devnode_ensure();
 	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s",

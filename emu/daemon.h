@@ -196,6 +196,14 @@ typedef int (*emu_op_fn)(struct emu_req *r);
 emu_op_fn emu_op_handler(unsigned op);
 int emu_reply_err(struct emu_req *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* In a request handler: the body must be exactly one `type` (variable ops check their
+ * arrays themselves), else an error reply. */
+#define EMU_WANT_BODY(r, type) \
+	do { \
+		if ((r)->len != sizeof(type)) \
+			return emu_reply_err((r), -EBADMSG, "%s body of %zu bytes, want %zu", \
+					     #type, (r)->len, sizeof(type)); \
+	} while (0)
 int emu_obj_destroy(struct emu_obj *o);
 int emu_qp_srq_destroy(struct emu_obj *o);
 int emu_op_create_srq(struct emu_req *r);
