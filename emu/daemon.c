@@ -5,7 +5,8 @@
  *
  *   dispatch io_uring completions (packets, requests, doorbells, fault answers, notifier)
  *   -> drain the clients' work rings into nic/ -> deliver due fault answers -> run nic/'s
- *   timers -> copy completions into the CQ rings -> flush the UDP batch.
+ *   timers -> CQ arms and notifications -> flush the UDP batch (nic/ writes each
+ *   completion straight into its CQ ring: ports.cq_write).
  *
  * Then spin for --poll-us while there is work, else announce sleep on the status page and
  * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
@@ -329,7 +330,7 @@ static bool work_round(struct emu_daemon *d)
 	if (nic_next_deadline(d->nic) <= now)
 		nic_tick(d->nic, now);
 	emu_evict_tick(d, now);
-	emu_rings_fill_cqs(d);
+	emu_rings_service_cqs(d);
 	emu_udp_flush(d->udp);
 	return work;
 }
@@ -397,7 +398,7 @@ void emu_daemon_stop(struct emu_daemon *d)
 				if (s->objs[h] && s->objs[h]->type == EMU_OBJ_QP)
 					nic_qp_modify(s->objs[h]->u.qp.qp, &err, ODPEMU_QP_STATE,
 						      emu_now_ns(), NULL);
-		emu_rings_fill_cqs(d);
+		emu_rings_service_cqs(d);
 	}
 	if (d->status)
 		atomic_store(&d->status->fatal, 1);

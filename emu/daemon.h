@@ -224,7 +224,9 @@ int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size
 int emu_ring_map(struct emu_obj *o, size_t len, int *fd_out);
 void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, uint32_t slot);
 bool emu_rings_drain(struct emu_daemon *d);
-void emu_rings_fill_cqs(struct emu_daemon *d);
+/* ports.cq_write of the CQ object cq: false when its ring is full. */
+bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc);
+void emu_rings_service_cqs(struct emu_daemon *d);
 
 /* ---- ports.c ---- */
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);

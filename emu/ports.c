@@ -147,18 +147,26 @@ static void port_event(void *ctx, const struct nic_event *ev)
 
 static void port_cq_notify(void *ctx, struct nic_cq *cq)
 {
-	struct nic_event ev = { .cq = cq };
-	struct emu_obj *o = obj_of(ctx, &ev);
+	struct emu_obj *o = nic_cq_owner(cq);
 
+	(void)ctx;
 	if (o)
-		o->u.cq.notify_pending = true;	/* written after the CQ ring is filled */
+		o->u.cq.notify_pending = true;	/* sent by the loop's CQ service (rings.c) */
+}
+
+static bool port_cq_write(void *ctx, struct nic_cq *cq, const struct nic_wc *wc)
+{
+	struct emu_obj *o = nic_cq_owner(cq);
+
+	(void)ctx;
+	return o && emu_cq_write(o, wc);
 }
 
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 {
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
-		.cq_notify = port_cq_notify };
+		.cq_notify = port_cq_notify, .cq_write = port_cq_write };
 }
 
 /* ---- fault answers ---- */

@@ -273,47 +273,36 @@ static void wc_to_cqe(struct ipc_cqe *e, const struct nic_wc *wc, uint64_t now_n
 	e->ts_ns = now_ns;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void fill_cq(struct emu_obj *cq)
+/* ports.cq_write: nic/ writes each completion here, straight into the application's ring,
+ * stamped with the time it was written; false when the ring is full (nic/ then overflows
+ * the CQ, exactly at the size the application was granted). */
+bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc)
 {
 	struct emu_ring *r = &cq->u.cq.ring;
 	uint32_t cons = atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
-	uint32_t used = r->idx - cons, room = used > r->size ? 0 : r->size - used;
-	struct nic_wc wc[32];
-	int n;
 
-	while (room) {
-		uint64_t now;
+	if (r->idx - cons >= r->size)
+		return false;
+	wc_to_cqe(slot_at(r, r->idx), wc, emu_now_ns());
+	r->idx++;
+	/* release: the slot is written before the client can see prod cover it */
+	atomic_store_explicit(&r->hdr->prod, r->idx, memory_order_release);
+	return true;
+}
 
-		n = nic_cq_poll(cq->u.cq.cq, wc, room < 32 ? (int)room : 32);
-		if (n <= 0)
-			break;
-		now = monotonic_ns();	/* one clock read per batch: they completed together */
-		for (int i = 0; i < n; i++)
-			wc_to_cqe(slot_at(r, r->idx + (uint32_t)i), &wc[i], now);
-		r->idx += (uint32_t)n;
-		room -= (uint32_t)n;
-		atomic_store_explicit(&r->hdr->prod, r->idx, memory_order_release);
-	}
-	/* After the move: completions that were in nic/'s CQ when the arm came are in the
-	 * ring now, unpolled, and fire it at once (armed first, nic/ would count only later
-	 * ones, and the client would wait for an event that never comes). */
+/* Once a round: arm requests, and notifications nic/ raised while writing completions
+ * (the completion is in the ring before its event is). */
+static void service_cq(struct emu_obj *cq)
+{
 	take_arm(cq);
 	if (cq->u.cq.notify_pending)
 		notify(cq);
 }
 
-void emu_rings_fill_cqs(struct emu_daemon *d)
+void emu_rings_service_cqs(struct emu_daemon *d)
 {
 	for (struct emu_session *s = d->sessions; s; s = s->next)
 		for (uint32_t h = 1; h < s->nobjs; h++)
 			if (s->objs[h] && s->objs[h]->type == EMU_OBJ_CQ)
-				fill_cq(s->objs[h]);
+				service_cq(s->objs[h]);
 }

@@ -420,6 +420,7 @@ static int op_create_cq(struct emu_req *r)
 		return emu_reply_err(r, rc, "create_cq: ring: %s", strerror(-rc));
 	}
 	emu_ring_setup(&o->u.cq.ring, o->map, 0, size, ipc_cq_slot());
+	nic_cq_set_owner(o->u.cq.cq, o);	/* nic/ writes its completions into the ring */
 	o->u.cq.channel = ch;
 	if (ch)
 		ch->refs++;

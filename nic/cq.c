@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Completion queues: a ring of work completions; overflow puts the CQ in error and raises
- * CQ_ERR (IBA 11.4.2.1: the CQ is then unusable), as mlx5 and rxe do. */
+/* Completion queues: a ring of work completions — nic/'s own, or the owner's written
+ * through ports.cq_write (the daemon's shared ring: each completion is written once, where
+ * the application reads it). Overflow puts the CQ in error and raises CQ_ERR (IBA
+ * 11.4.2.1: the CQ is then unusable), as mlx5 and rxe do. */
 #include "nic_int.h"
 
 int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out)
@@ -12,10 +14,12 @@ int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out)
 	if (nic->ctr.cqs >= nic->attr.max_cq)
 		return -ENOMEM;
 	cq = calloc(1, sizeof(*cq));
-	if (!cq || !(cq->ring.wc = calloc(cqe, sizeof(*cq->ring.wc)))) {
+	if (cq && !nic->cfg.ports.cq_write && !(cq->ring.wc = calloc(cqe, sizeof(*cq->ring.wc)))) {
 		free(cq);
-		return -ENOMEM;
+		cq = NULL;
 	}
+	if (!cq)
+		return -ENOMEM;
 	cq->nic = nic;
 	cq->ring.size = cqe;
 	nic->ctr.cqs++;
@@ -35,19 +39,39 @@ int nic_cq_destroy(struct nic_cq *cq)
 	return 0;
 }
 
-void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited)
+void nic_cq_set_owner(struct nic_cq *cq, void *owner)
+{
+	cq->owner = owner;
+}
+
+void *nic_cq_owner(const struct nic_cq *cq)
+{
+	return cq->owner;
+}
+
+/* Into nic/'s own ring: false when it is full. */
+static bool write_own(struct nic_cq *cq, const struct nic_wc *wc)
 {
 	struct nic_cqe_ring *r = &cq->ring;
 
+	if (r->count == r->size)
+		return false;
+	r->wc[(r->head + r->count) % r->size] = *wc;
+	r->count++;
+	return true;
+}
+
+void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited)
+{
+	const struct nic_ports *p = &cq->nic->cfg.ports;
+
 	if (cq->error)
 		return;
-	if (r->count == r->size) {
+	if (!(p->cq_write ? p->cq_write(p->ctx, cq, wc) : write_own(cq, wc))) {
 		cq->error = true;
 		nic_event(cq->nic, ODPEMU_EVENT_CQ_ERR, NULL, cq, NULL, NULL);
 		return;
 	}
-	r->wc[(r->head + r->count) % r->size] = *wc;
-	r->count++;
 	/* Notification: any completion if armed; a solicited or error one if armed so. */
 	if (cq->armed && (!cq->armed_solicited || solicited || wc->status != ODPEMU_WC_SUCCESS)) {
 		cq->armed = false;

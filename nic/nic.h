@@ -40,6 +40,7 @@ struct nic_mr;
 struct nic_cq;
 struct nic_srq;
 struct nic_qp;
+struct nic_wc;
 
 /* A GID: an IPv6 address, or an IPv4-mapped one (::ffff:a.b.c.d) for RoCEv2 over IPv4. */
 struct nic_gid {
@@ -75,6 +76,11 @@ struct nic_ports {
 	void (*event)(void *ctx, const struct nic_event *ev);
 	/* Completion notification of an armed CQ (ibv_get_cq_event). Optional. */
 	void (*cq_notify)(void *ctx, struct nic_cq *cq);
+	/* Optional: write one completion straight into the CQ's ring where its consumer
+	 * reads it (the daemon's shared ring); false when that ring is full, which
+	 * overflows the CQ (CQ_ERR) exactly when the application's ring is full, as on
+	 * hardware. Without it, completions wait in nic/'s own ring for nic_cq_poll(). */
+	bool (*cq_write)(void *ctx, struct nic_cq *cq, const struct nic_wc *wc);
 };
 
 /* ---- device ---- */
@@ -180,9 +186,13 @@ enum nic_wc_flags {
 	NIC_WC_WITH_INV = 1 << 3,	/* ibv IBV_WC_WITH_INV */
 };
 
+/* cqe entries in nic/'s own ring (none with ports.cq_write: the owner's ring counts). */
 int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out);
 int nic_cq_destroy(struct nic_cq *cq);		/* -EBUSY while a QP uses it */
 int nic_cq_poll(struct nic_cq *cq, struct nic_wc *wc, int n);
+/* The owner's object for this CQ (ports.cq_write and cq_notify find theirs through it). */
+void nic_cq_set_owner(struct nic_cq *cq, void *owner);
+void *nic_cq_owner(const struct nic_cq *cq);
 /* Arm: the next completion (solicited_only: the next solicited one or error) calls
  * ports.cq_notify once. */
 int nic_cq_req_notify(struct nic_cq *cq, bool solicited_only);

@@ -65,7 +65,8 @@ struct nic_cqe_ring {
 
 struct nic_cq {
 	struct nic *nic;
-	struct nic_cqe_ring ring;
+	void *owner;			/* nic_cq_set_owner */
+	struct nic_cqe_ring ring;	/* unused with ports.cq_write */
 	unsigned users;
 	bool armed, armed_solicited, error;
 };
