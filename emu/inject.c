@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* inject — seeded delays, failures and evictions (see inject.h). */
 #include "inject.h"
+#include "say.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,20 +62,6 @@ double emu_rng_unit(struct emu_rng *r)
 }
 
 /* ---- strict numbers ---- */
-
-static void say(char *msg, size_t msglen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *msg, size_t msglen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!msg || !msglen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-}
 
 static const char *skip_digits(const char *q)
 {
@@ -170,7 +157,7 @@ int emu_delay_parse(const char *s, struct emu_delay *out, char *msg, size_t msgl
 	struct emu_delay d;
 
 	if (!s || delay_fields(s, &d)) {
-		say(msg, msglen, "fault delay '%s' is not a delay: %s", s ? s : "(null)",
+		emu_say(msg, msglen, "fault delay '%s' is not a delay: %s", s ? s : "(null)",
 			delay_usage);
 		return -EINVAL;
 	}
@@ -237,7 +224,7 @@ int emu_prob_parse(const char *s, double *out, char *msg, size_t msglen)
 	double v;
 
 	if (!s || parse_bounded(&p, 1.0, &v) || *p) {
-		say(msg, msglen, "fault fail rate '%s' is not a probability: use a number from 0 "
+		emu_say(msg, msglen, "fault fail rate '%s' is not a probability: use a number from 0 "
 			"to 1 (e.g. 0.01 or 1e-3)", s ? s : "(null)");
 		return -EINVAL;
 	}
@@ -258,7 +245,7 @@ int emu_rate_parse(const char *s, double *per_s, char *msg, size_t msglen)
 	double v;
 
 	if (!s || parse_bounded(&p, EMU_EVICT_MAX_PER_S, &v) || (*p && strcmp(p, "/s"))) {
-		say(msg, msglen, "evict rate '%s' is not a rate: use evictions per second, "
+		emu_say(msg, msglen, "evict rate '%s' is not a rate: use evictions per second, "
 			"e.g. 100 or 100/s (0 is off, at most 10000000)", s ? s : "(null)");
 		return -EINVAL;
 	}

@@ -21,6 +21,7 @@
 #include <netlink/route/route.h>
 
 #include "mtu.h"
+#include "say.h"
 
 /* The kernel's queue for our event socket: link/address storms (a container runtime
  * creating hundreds of veths) overflow libnl's 32 KiB default; an overflow costs a dump. */
@@ -28,20 +29,6 @@
 
 /* IF_OPER_* of linux/if.h, which cannot be included next to net/if.h. */
 enum { OPER_UNKNOWN = 0, OPER_UP = 6 };
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* libnl folds kernel errnos into its own codes (nl_syserr2nlerr); map the ones a caller
  * can act on back. */
@@ -67,12 +54,12 @@ static int nl_open(struct nl_sock **out, char *err, size_t errlen)
 	int rc;
 
 	if (!sk) {
-		say(err, errlen, "out of memory opening a netlink socket");
+		emu_say(err, errlen, "out of memory opening a netlink socket");
 		return -ENOMEM;
 	}
 	rc = nl_connect(sk, NETLINK_ROUTE);
 	if (rc < 0) {
-		say(err, errlen, "cannot open a NETLINK_ROUTE socket: %s", nl_geterror(rc));
+		emu_say(err, errlen, "cannot open a NETLINK_ROUTE socket: %s", nl_geterror(rc));
 		nl_socket_free(sk);
 		return errno_of(rc);
 	}
@@ -163,9 +150,9 @@ static int read_dev(struct nl_sock *sk, int ifindex, const char *name, struct em
 	if (rc < 0 || !link) {
 		rc = rc < 0 ? errno_of(rc) : -ENODEV;
 		if (rc == -ENODEV && name)
-			say(err, errlen, "no interface named '%s' (see `ip link`)", name);
+			emu_say(err, errlen, "no interface named '%s' (see `ip link`)", name);
 		else
-			say(err, errlen, "cannot read interface %s: %s", name ? name : "by index",
+			emu_say(err, errlen, "cannot read interface %s: %s", name ? name : "by index",
 			    strerror(-rc));
 		return rc;
 	}
@@ -174,7 +161,7 @@ static int read_dev(struct nl_sock *sk, int ifindex, const char *name, struct em
 	rtnl_link_put(link);
 	rc = rtnl_addr_alloc_cache(sk, &addrs);
 	if (rc < 0) {
-		say(err, errlen, "cannot list the addresses of %s: %s", out->name, nl_geterror(rc));
+		emu_say(err, errlen, "cannot list the addresses of %s: %s", out->name, nl_geterror(rc));
 		return errno_of(rc);
 	}
 	fill_gids(addrs, out->ifindex, out);
@@ -188,7 +175,7 @@ int emu_netdev_by_name(const char *ifname, struct emu_netdev *out, char *err, si
 	int rc;
 
 	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
-		say(err, errlen, "'%s' is not an interface name (1 to %d characters, see `ip link`)",
+		emu_say(err, errlen, "'%s' is not an interface name (1 to %d characters, see `ip link`)",
 		    ifname ? ifname : "", IF_NAMESIZE - 1);
 		return -EINVAL;
 	}
@@ -219,7 +206,7 @@ static int parse_scope(struct nl_sock *sk, const char *name, struct ip_want *w,
 	int rc = rtnl_link_get_kernel(sk, 0, name, &link);
 
 	if (rc < 0 || !link) {
-		say(err, errlen, "no interface named '%s' (the scope of '%s'; see `ip link`)",
+		emu_say(err, errlen, "no interface named '%s' (the scope of '%s'; see `ip link`)",
 		    name, ip);
 		return -EINVAL;
 	}
@@ -257,7 +244,7 @@ static int parse_ip(struct nl_sock *sk, const char *ip, struct ip_want *w, char 
 	}
 	return pct ? parse_scope(sk, pct, w, ip, err, errlen) : 0;
 bad:
-	say(err, errlen, "'%s' is not an IPv4 or IPv6 address (e.g. 192.0.2.1, fd00::1, "
+	emu_say(err, errlen, "'%s' is not an IPv4 or IPv6 address (e.g. 192.0.2.1, fd00::1, "
 	    "fe80::1%%eth0)", ip ? ip : "");
 	return -EINVAL;
 }
@@ -345,10 +332,10 @@ static int not_unique(struct nl_sock *sk, const struct ip_want *w, int a, int b,
 	name_of(sk, a, na, sizeof(na));
 	name_of(sk, b, nb, sizeof(nb));
 	if (w->family == AF_INET6)
-		say(err, errlen, "address %s is on both %s and %s: name the interface, e.g. "
+		emu_say(err, errlen, "address %s is on both %s and %s: name the interface, e.g. "
 		    "--addr %s%%%s", w->text, na, nb, w->text, na);
 	else
-		say(err, errlen, "address %s is assigned to both %s and %s: odpemud needs it on "
+		emu_say(err, errlen, "address %s is assigned to both %s and %s: odpemud needs it on "
 		    "one interface (`ip addr del` one)", w->text, na, nb);
 	return -ENOTUNIQ;
 }
@@ -361,7 +348,7 @@ static int owner_of(struct nl_sock *sk, const struct ip_want *w, int *ifindex, c
 
 	rc = rtnl_addr_alloc_cache(sk, &addrs);
 	if (rc < 0) {
-		say(err, errlen, "cannot list addresses: %s", nl_geterror(rc));
+		emu_say(err, errlen, "cannot list addresses: %s", nl_geterror(rc));
 		return errno_of(rc);
 	}
 	find_assigned(addrs, w, ifindex, &other);
@@ -371,7 +358,7 @@ static int owner_of(struct nl_sock *sk, const struct ip_want *w, int *ifindex, c
 	if (!*ifindex)
 		*ifindex = find_local_route(sk, w);
 	if (!*ifindex) {
-		say(err, errlen, "address %s is not assigned to any interface%s: add it with "
+		emu_say(err, errlen, "address %s is not assigned to any interface%s: add it with "
 		    "`ip addr add` or pick another --addr", w->text,
 		    w->scope ? " of that scope" : "");
 		return -EADDRNOTAVAIL;

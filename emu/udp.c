@@ -2,6 +2,7 @@
 /* udp — the RoCEv2 socket: multishot recvmsg on a provided-buffer ring (or a recvmmsg
  * fallback) for receive, sendmmsg batches for send. Model: liburing's examples/io_uring-udp.c */
 #include "udp.h"
+#include "say.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -74,20 +75,6 @@ struct emu_udp {
 };
 
 #define udp_of(ptr, member) ((struct emu_udp *)((char *)(ptr) - offsetof(struct emu_udp, member)))
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- addresses ---- */
 
@@ -552,7 +539,7 @@ static int set_opt(int fd, int level, int opt, int v, const char *what, char *er
 {
 	if (setsockopt(fd, level, opt, &v, sizeof(v)) == 0)
 		return 0;
-	say(err, errlen, "cannot set %s on the UDP socket: %s", what, strerror(errno));
+	emu_say(err, errlen, "cannot set %s on the UDP socket: %s", what, strerror(errno));
 	return -errno;
 }
 
@@ -581,7 +568,7 @@ static int sock_bind(struct emu_udp *u, char *err, size_t errlen)
 
 	sockaddr_of(u, &u->cfg.local, u->cfg.port, &me, &len);
 	if (u->family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&me.in6.sin6_addr) && !u->cfg.ifindex) {
-		say(err, errlen, "cannot bind %s: a link-local address needs its interface "
+		emu_say(err, errlen, "cannot bind %s: a link-local address needs its interface "
 		    "(--addr fe80::...%%IFNAME)", u->name);
 		return -EINVAL;
 	}
@@ -589,14 +576,14 @@ static int sock_bind(struct emu_udp *u, char *err, size_t errlen)
 		return 0;
 	e = errno;
 	if (e == EADDRINUSE)
-		say(err, errlen, "%s is in use — is another odpemud running on this address? "
+		emu_say(err, errlen, "%s is in use — is another odpemud running on this address? "
 		    "(the kernel's rdma_rxe also holds port %u on every address: see `rdma link`)",
 		    u->name, u->cfg.port);
 	else if (e == EADDRNOTAVAIL)
-		say(err, errlen, "cannot bind %s: the address is not assigned to any interface: "
+		emu_say(err, errlen, "cannot bind %s: the address is not assigned to any interface: "
 		    "add it with `ip addr add` or pick another --addr", u->name);
 	else
-		say(err, errlen, "cannot bind %s: %s", u->name, strerror(e));
+		emu_say(err, errlen, "cannot bind %s: %s", u->name, strerror(e));
 	return -e;
 }
 
@@ -606,7 +593,7 @@ static int sock_open(struct emu_udp *u, char *err, size_t errlen)
 
 	u->fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
 	if (u->fd < 0) {
-		say(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
+		emu_say(err, errlen, "cannot create a UDP socket: %s", strerror(errno));
 		return -errno;
 	}
 	rc = sock_options(u, err, errlen);
@@ -625,12 +612,12 @@ int emu_udp_open(struct emu_loop *loop, const struct emu_udp_config *cfg, struct
 	int rc;
 
 	if (!loop || !cfg || !cfg->deliver || !out) {
-		say(err, errlen, "emu_udp_open: no loop, config or deliver callback");
+		emu_say(err, errlen, "emu_udp_open: no loop, config or deliver callback");
 		return -EINVAL;
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u) {
-		say(err, errlen, "out of memory for the UDP socket");
+		emu_say(err, errlen, "out of memory for the UDP socket");
 		return -ENOMEM;
 	}
 	u->loop = loop;
@@ -642,13 +629,13 @@ int emu_udp_open(struct emu_loop *loop, const struct emu_udp_config *cfg, struct
 	format_name(u);
 	rc = tx_init(u);
 	if (rc)
-		say(err, errlen, "out of memory for the UDP send batch");
+		emu_say(err, errlen, "out of memory for the UDP send batch");
 	if (!rc)
 		rc = sock_open(u, err, errlen);
 	if (!rc && (cfg->force_fallback || !ms_init(u))) {
 		rc = fallback_init(u);
 		if (rc)
-			say(err, errlen, "out of memory for the UDP receive batch");
+			emu_say(err, errlen, "out of memory for the UDP receive batch");
 	}
 	if (rc) {
 		emu_udp_close(u);
