@@ -119,28 +119,23 @@ static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
 	emu_fault_submit(d->fault, j);
 }
 
-/* The session and handle of a nic object named by an event. */
-static struct emu_obj *obj_of(struct emu_daemon *d, const struct nic_event *ev)
+/* The emu object of the nic object an event names (its owner: no scan). */
+static struct emu_obj *obj_of(const struct nic_event *ev)
 {
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (!o)
-				continue;
-			if ((o->type == EMU_OBJ_QP && ev->qp && o->u.qp.qp == ev->qp) ||
-			    (o->type == EMU_OBJ_CQ && ev->cq && o->u.cq.cq == ev->cq) ||
-			    (o->type == EMU_OBJ_SRQ && ev->srq && o->u.srq.srq == ev->srq) ||
-			    (o->type == EMU_OBJ_MR && ev->mr && o->u.mr.mr == ev->mr))
-				return o;
-		}
-	return NULL;
+	if (ev->qp)
+		return nic_qp_owner(ev->qp);
+	if (ev->cq)
+		return nic_cq_owner(ev->cq);
+	if (ev->srq)
+		return nic_srq_owner(ev->srq);
+	return ev->mr ? nic_mr_owner(ev->mr) : NULL;
 }
 
 static void port_event(void *ctx, const struct nic_event *ev)
 {
-	struct emu_obj *o = obj_of(ctx, ev);
+	struct emu_obj *o = obj_of(ev);
 
+	(void)ctx;
 	if (o)
 		emu_session_event(o->s, ev->type, o->handle);
 }

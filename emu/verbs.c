@@ -315,6 +315,7 @@ static int op_reg_mr(struct emu_req *r)
 			munmap(pin, pin_len);
 		return emu_reply_err(r, rc, "reg_mr: %s", why ? why : strerror(-rc));
 	}
+	nic_mr_set_owner(o->u.mr.mr, o);
 	o->u.mr.pin = pin;
 	o->u.mr.pin_len = pin_len;
 	o->u.mr.va = q->va;
@@ -487,10 +488,15 @@ int emu_obj_destroy(struct emu_obj *o)
 		rc = nic_pd_dealloc(o->u.pd);
 		break;
 	case EMU_OBJ_MR:
+		/* A deregistered MR may live on in nic/ while the fault handler holds one of
+		 * its requests: it must not name o, which goes now. */
+		nic_mr_set_owner(o->u.mr.mr, NULL);
 		if (!(rc = nic_mr_dereg(o->u.mr.mr))) {
 			if (o->u.mr.pin)
 				munmap(o->u.mr.pin, o->u.mr.pin_len);
 			unref(o->u.mr.pd);
+		} else {
+			nic_mr_set_owner(o->u.mr.mr, o);
 		}
 		break;
 	case EMU_OBJ_CHANNEL:

@@ -38,6 +38,7 @@ int emu_op_create_srq(struct emu_req *r)
 		return emu_reply_err(r, rc, "create_srq: ring: %s", strerror(-rc));
 	}
 	emu_ring_setup(&o->u.srq.ring, o->map, 0, size, slot);
+	nic_srq_set_owner(o->u.srq.srq, o);
 	o->u.srq.max_sge = q->max_sge;
 	o->u.srq.pd = pd;
 	pd->refs++;
@@ -156,6 +157,7 @@ int emu_op_create_qp(struct emu_req *r)
 		emu_obj_free(o);
 		return emu_reply_err(r, rc, "create_qp: rings: %s", strerror(-rc));
 	}
+	nic_qp_set_owner(o->u.qp.qp, o);
 	o->u.qp.pd = pd;
 	o->u.qp.send_cq = scq;
 	o->u.qp.recv_cq = rcq;

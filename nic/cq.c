@@ -39,16 +39,6 @@ int nic_cq_destroy(struct nic_cq *cq)
 	return 0;
 }
 
-void nic_cq_set_owner(struct nic_cq *cq, void *owner)
-{
-	cq->owner = owner;
-}
-
-void *nic_cq_owner(const struct nic_cq *cq)
-{
-	return cq->owner;
-}
-
 /* Into nic/'s own ring: false when it is full. */
 static bool write_own(struct nic_cq *cq, const struct nic_wc *wc)
 {

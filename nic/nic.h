@@ -190,9 +190,16 @@ enum nic_wc_flags {
 int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out);
 int nic_cq_destroy(struct nic_cq *cq);		/* -EBUSY while a QP uses it */
 int nic_cq_poll(struct nic_cq *cq, struct nic_wc *wc, int n);
-/* The owner's object for this CQ (ports.cq_write and cq_notify find theirs through it). */
+/* The owner's object for this CQ (ports.cq_write and cq_notify find theirs through it);
+ * QPs, SRQs and MRs have the same pair (owner.c): events name them. */
 void nic_cq_set_owner(struct nic_cq *cq, void *owner);
 void *nic_cq_owner(const struct nic_cq *cq);
+void nic_qp_set_owner(struct nic_qp *qp, void *owner);
+void *nic_qp_owner(const struct nic_qp *qp);
+void nic_srq_set_owner(struct nic_srq *srq, void *owner);
+void *nic_srq_owner(const struct nic_srq *srq);
+void nic_mr_set_owner(struct nic_mr *mr, void *owner);
+void *nic_mr_owner(const struct nic_mr *mr);
 /* Arm: the next completion (solicited_only: the next solicited one or error) calls
  * ports.cq_notify once. */
 int nic_cq_req_notify(struct nic_cq *cq, bool solicited_only);

@@ -49,6 +49,7 @@ struct nic_pd {
 
 struct nic_mr {
 	struct nic_pd *pd;
+	void *owner;		/* nic_mr_set_owner */
 	uint32_t key;		/* lkey == rkey */
 	uint64_t va, len;	/* implicit: 0, IOPT_VA_END */
 	unsigned access;
@@ -85,6 +86,7 @@ struct nic_rq {
 
 struct nic_srq {
 	struct nic_pd *pd;
+	void *owner;		/* nic_srq_set_owner */
 	struct nic_rq rq;
 	unsigned limit;		/* armed when > 0 */
 	unsigned users;
@@ -196,6 +198,7 @@ struct nic_req {
 
 struct nic_qp {
 	struct nic_pd *pd;
+	void *owner;		/* nic_qp_set_owner */
 	struct nic *nic;
 	uint32_t qpn;
 	enum odpemu_qp_type type;
