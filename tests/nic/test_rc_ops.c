@@ -710,28 +710,85 @@ static void test_cq_notify(void)
 	pair_free(p);
 }
 
+static void test_odp_responder_stall(void)
+{
+	test_odp_responder(NIC_FAULT_STALL);
+}
+
+static void test_odp_responder_rnr(void)
+{
+	test_odp_responder(NIC_FAULT_RNR);
+}
+
+/* One behaviour per case; meson runs each as its own test (tests/nic/meson.build passes
+ * its list to --check, so a case missing there fails the suite). */
+static const struct rc_case {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+	{ "send-sizes", test_send_sizes },
+	{ "send-imm-inline-unsignaled", test_send_imm_inline_unsignaled },
+	{ "write-read", test_write_read },
+	{ "atomics", test_atomics },
+	{ "flush", test_flush },
+	{ "bad-rkey-flush", test_bad_rkey_flush },
+	{ "recv-too-small", test_recv_too_small },
+	{ "rnr", test_rnr },
+	{ "loss-retransmit", test_loss_retransmit },
+	{ "odp-responder-stall", test_odp_responder_stall },
+	{ "odp-responder-rnr", test_odp_responder_rnr },
+	{ "odp-fault-fails", test_odp_fault_fails },
+	{ "odp-requester-read-landing", test_odp_requester_and_read_landing },
+	{ "dereg-and-rekey", test_dereg_and_rekey },
+	{ "bad-lkey", test_bad_lkey },
+	{ "ud", test_ud },
+	{ "sq-wraps", test_sq_wraps },
+	{ "post-list-one-ack", test_post_list_one_ack },
+	{ "ud-many", test_ud_many },
+	{ "cq-notify", test_cq_notify },
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* --check NAME...: exactly the table's names, each once (the meson list is complete). */
+static int check_list(int n, char **names)
+{
+	int bad = n != (int)NCASES;
+
+	for (size_t i = 0; i < NCASES; i++) {
+		int seen = 0;
+
+		for (int k = 0; k < n; k++)
+			seen += !strcmp(names[k], cases[i].name);
+		if (seen != 1) {
+			printf("case %s is listed %d times in tests/nic/meson.build\n", cases[i].name,
+			       seen);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+/* usage: test-rc-ops [--seed N] [--case NAME | --check NAME...]; no case: all of them. */
 int main(int argc, char **argv)
 {
+	const char *only = NULL;
+	bool ran = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--check"))
+			return check_list(argc - i - 1, argv + i + 1);
+		if (!strcmp(argv[i], "--case") && i + 1 < argc)
+			only = argv[i + 1];
+	}
 	rng.s = t_seed(argc, argv, 1);
-	test_send_sizes();
-	test_send_imm_inline_unsignaled();
-	test_write_read();
-	test_atomics();
-	test_flush();
-	test_bad_rkey_flush();
-	test_recv_too_small();
-	test_rnr();
-	test_loss_retransmit();
-	test_odp_responder(NIC_FAULT_STALL);
-	test_odp_responder(NIC_FAULT_RNR);
-	test_odp_fault_fails();
-	test_odp_requester_and_read_landing();
-	test_dereg_and_rekey();
-	test_bad_lkey();
-	test_ud();
-	test_sq_wraps();
-	test_post_list_one_ack();
-	test_ud_many();
-	test_cq_notify();
+	for (size_t i = 0; i < NCASES; i++)
+		if (!only || !strcmp(only, cases[i].name)) {
+			cases[i].fn();
+			ran = true;
+		}
+	if (!ran) {
+		printf("no case named %s\n", only);
+		return 1;
+	}
 	return t_done("nic-rc-ops");
 }
