@@ -27,19 +27,19 @@ static uint32_t last_psn(const struct nic_swqe *w)
 
 static void update_timer(struct nic_qp *qp)
 {
-	struct nic_req *r = &qp->req;
+	struct nic_comp *c = &qp->comp;
 
-	r->ack_deadline = r->una == r->max_sent ? UINT64_MAX
+	c->ack_deadline = c->una == qp->req.max_sent ? UINT64_MAX
 			: qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
 }
 
 /* Progress: the responder has executed everything before psn. */
 static void advance_una(struct nic_qp *qp, uint32_t psn)
 {
-	if (roce_psn_diff(psn, qp->req.una) > 0) {
-		qp->req.una = psn;
-		qp->req.retry_left = qp->attr.retry_cnt;
-		qp->req.rnr_left = qp->attr.rnr_retry;
+	if (roce_psn_diff(psn, qp->comp.una) > 0) {
+		qp->comp.una = psn;
+		qp->comp.retry_left = qp->attr.retry_cnt;
+		qp->comp.rnr_left = qp->attr.rnr_retry;
 		nic_qp_schedule(qp);	/* the window opened: the requester may go on */
 	}
 	update_timer(qp);
@@ -79,10 +79,17 @@ static struct nic_swqe *wqe_of(struct nic_qp *qp, uint32_t psn)
 	return NULL;
 }
 
+/* Have the requester resend from psn. Two reasons before it runs (or during an RNR wait,
+ * whose timer then resends) go back to the older PSN: resending more is always safe,
+ * resending less loses the older gap until the ACK timer. */
 static void go_back(struct nic_qp *qp, uint32_t psn)
 {
-	qp->req.need_retry = true;
-	qp->req.retry_psn = psn;
+	struct nic_comp *c = &qp->comp;
+
+	if (c->wait == NIC_REQ_READY || roce_psn_diff(psn, c->resume_psn) < 0)
+		c->resume_psn = psn;
+	if (c->wait == NIC_REQ_READY)
+		c->wait = NIC_REQ_GO_BACK;
 	nic_qp_schedule(qp);
 }
 
@@ -92,10 +99,10 @@ static void go_back(struct nic_qp *qp, uint32_t psn)
  * reorder). A lost re-request is the ACK timer's to repeat. */
 static void ask_again(struct nic_qp *qp, uint32_t psn)
 {
-	if (qp->req.gap_asked && qp->req.gap_psn == psn)
+	if (qp->comp.gap_asked && qp->comp.gap_psn == psn)
 		return;
-	qp->req.gap_asked = true;
-	qp->req.gap_psn = psn;
+	qp->comp.gap_asked = true;
+	qp->comp.gap_psn = psn;
 	go_back(qp, psn);
 }
 
@@ -119,27 +126,35 @@ static void fail_wqe(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_statu
 		nic_qp_to_err(qp);
 }
 
+/* What a fatal NAK completes the requester's WQE with (IBA 9.7.5.2.3; the responder's side
+ * of the same errors is resp_err.h). */
+static const struct {
+	enum odpemu_wc_status status;
+	enum nic_vendor_err verr;
+} nak_outcome[] = {
+	[ROCE_NAK_INVALID_REQ] = { ODPEMU_WC_REM_INV_REQ_ERR, NIC_VERR_NAK_INV_REQ },
+	[ROCE_NAK_REMOTE_ACCESS] = { ODPEMU_WC_REM_ACCESS_ERR, NIC_VERR_NAK_ACCESS },
+	[ROCE_NAK_REMOTE_OP] = { ODPEMU_WC_REM_OP_ERR, NIC_VERR_NAK_OP },
+};
+
 static void on_nak(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 {
 	struct nic_swqe *w = wqe_of(qp, psn);
+	unsigned code = roce_syndrome_value(syn);
 
-	switch (roce_syndrome_value(syn)) {
-	case ROCE_NAK_PSN_SEQ_ERR:
+	if (code == ROCE_NAK_PSN_SEQ_ERR) {
 		qp->ctr.seq_naks_received++;
-		if (qp->req.waiting_rnr)
+		if (qp->comp.wait == NIC_REQ_RNR_TIMER)
 			return;	/* packets sent behind the RNR-NAKed one: the timer resends */
 		advance_una(qp, psn);
-		if (qp->req.retry_left == 0)
+		if (qp->comp.retry_left == 0)
 			return fail_wqe(qp, w, ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);
-		qp->req.retry_left--;
+		qp->comp.retry_left--;
 		return go_back(qp, psn);
-	case ROCE_NAK_INVALID_REQ:
-		return fail_wqe(qp, w, ODPEMU_WC_REM_INV_REQ_ERR, NIC_VERR_NAK_INV_REQ);
-	case ROCE_NAK_REMOTE_ACCESS:
-		return fail_wqe(qp, w, ODPEMU_WC_REM_ACCESS_ERR, NIC_VERR_NAK_ACCESS);
-	default:
-		return fail_wqe(qp, w, ODPEMU_WC_REM_OP_ERR, NIC_VERR_NAK_OP);
 	}
+	if (code >= sizeof(nak_outcome) / sizeof(nak_outcome[0]) || !nak_outcome[code].status)
+		code = ROCE_NAK_REMOTE_OP;	/* reserved codes: a remote operational error */
+	fail_wqe(qp, w, nak_outcome[code].status, nak_outcome[code].verr);
 }
 
 static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
@@ -149,14 +164,15 @@ static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 	qp->ctr.rnr_naks_received++;
 	advance_una(qp, psn);
 	if (qp->attr.rnr_retry != 7) {
-		if (qp->req.rnr_left == 0)
+		if (qp->comp.rnr_left == 0)
 			return fail_wqe(qp, w, ODPEMU_WC_RNR_RETRY_EXC_ERR, NIC_VERR_RNR_EXC);
-		qp->req.rnr_left--;
+		qp->comp.rnr_left--;
 	}
-	qp->req.waiting_rnr = true;
-	qp->req.retry_psn = psn;
-	qp->req.ack_deadline = UINT64_MAX;
-	qp->req.rnr_deadline = qp->nic->now +
+	/* The NAKed request resends after the timer; everything before it was executed. */
+	qp->comp.wait = NIC_REQ_RNR_TIMER;
+	qp->comp.resume_psn = psn;
+	qp->comp.ack_deadline = UINT64_MAX;
+	qp->comp.rnr_deadline = qp->nic->now +
 		1000ull * roce_rnr_timer_us(roce_syndrome_value(syn));
 }
 
@@ -166,25 +182,20 @@ static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 static bool land(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, const void *data,
 		 uint32_t n)
 {
-	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->req.waiter,
-		.no_fault = qp->req.fault_err != 0 };
+	struct nic_dma_ctx c = nic_dma_ctx(qp, &qp->comp.fault);
 	enum nic_dma_result res;
 
-	if (qp->req.faulting)
+	if (nic_fault_poll(&qp->comp.fault) == NIC_SLOT_WAITING)
 		return false;
 	res = nic_dma_sge(&c, w->wr.sg_list, w->wr.num_sge, off, (void *)data, n, true);
-	qp->req.fault_err = 0;
 	if (res == NIC_DMA_OK)
 		return true;
 	if (res == NIC_DMA_FAULT) {
-		qp->req.faulting = true;
-		qp->req.fault_dom = c.dom;
 		qp->ctr.faults_req++;
 		go_back(qp, roce_psn_add(w->first_psn, off / qp->pmtu));
 		return false;
 	}
-	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR,
-			  res == NIC_DMA_BAD_KEY ? NIC_VERR_BAD_LKEY : NIC_VERR_LOCAL_FAULT);
+	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, nic_dma_verr(res));
 	return false;
 }
 
@@ -255,7 +266,7 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 	if (qp->state != ODPEMU_QPS_RTS && qp->state != ODPEMU_QPS_SQD)
 		return;
 	/* Only answers to what is outstanding: [una, psn). Older ones are duplicates. */
-	if (roce_psn_diff(psn, qp->req.una) < 0 || roce_psn_diff(psn, qp->req.max_sent) >= 0) {
+	if (roce_psn_diff(psn, qp->comp.una) < 0 || roce_psn_diff(psn, qp->req.max_sent) >= 0) {
 		qp->ctr.drops[NIC_DROP_GHOST_RESP]++;
 		return;
 	}
@@ -287,32 +298,30 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 }
 
 /* ACK timeout and RNR timer. */
+/* ACK timeout and RNR timer. */
 void nic_comp_tick(struct nic_qp *qp, uint64_t now)
 {
-	struct nic_req *r = &qp->req;
+	struct nic_comp *c = &qp->comp;
+	struct nic_swqe *w;
 
-	if (r->rnr_deadline <= now) {
-		r->rnr_deadline = UINT64_MAX;
-		r->waiting_rnr = false;
-		go_back(qp, r->retry_psn);
+	if (c->wait == NIC_REQ_RNR_TIMER && c->rnr_deadline <= now) {
+		c->rnr_deadline = UINT64_MAX;
+		c->wait = NIC_REQ_GO_BACK;	/* from resume_psn, the RNR-NAKed request */
+		nic_qp_schedule(qp);
 		update_timer(qp);
 	}
-	if (r->ack_deadline <= now) {
-		r->ack_deadline = UINT64_MAX;
-		if (r->una == r->max_sent)
-			return;
-		qp->ctr.timeouts++;
-		if (r->retry_left == 0) {
-			fail_wqe(qp, wqe_of(qp, r->una), ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);
-			return;
-		}
-		r->retry_left--;
-		struct nic_swqe *w = wqe_of(qp, r->una);
-
-		go_back(qp, w && w->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, w)
-								      : r->una);
-		update_timer(qp);
-	}
+	if (c->ack_deadline > now)
+		return;
+	c->ack_deadline = UINT64_MAX;
+	if (c->una == qp->req.max_sent)
+		return;
+	qp->ctr.timeouts++;
+	w = wqe_of(qp, c->una);
+	if (c->retry_left == 0)
+		return fail_wqe(qp, w, ODPEMU_WC_RETRY_EXC_ERR, NIC_VERR_RETRY_EXC);
+	c->retry_left--;
+	go_back(qp, w && w->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, w) : c->una);
+	update_timer(qp);
 }
 
 /* Retire done WQEs from the head in order; CQE for signaled WRs and every error. */

@@ -263,10 +263,10 @@ uint64_t nic_next_deadline(const struct nic *nic)
 	for (const struct nic_list *l = nic->qps.next; l != &nic->qps; l = l->next) {
 		const struct nic_qp *qp = nic_container_of(l, struct nic_qp, link);
 
-		if (qp->req.ack_deadline < t)
-			t = qp->req.ack_deadline;
-		if (qp->req.rnr_deadline < t)
-			t = qp->req.rnr_deadline;
+		if (qp->comp.ack_deadline < t)
+			t = qp->comp.ack_deadline;
+		if (qp->comp.rnr_deadline < t)
+			t = qp->comp.rnr_deadline;
 	}
 	return t;
 }

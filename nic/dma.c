@@ -12,29 +12,42 @@ static void wake(void *cookie, int status)
 {
 	struct nic_qp *qp = cookie;
 
-	(void)status;	/* kept in the waiter; the engine reads it when it runs */
+	(void)status;	/* kept in the waiter; the engine reads it (nic_fault_poll) */
 	nic_qp_schedule(qp);
 }
 
+/* A DMA that starts through a FAILED slot inherits the failure, once: the retried access
+ * gets the host's answer instead of faulting again. */
+static void take_failure(struct nic_dma_ctx *c)
+{
+	if (c->slot && c->slot->state == NIC_SLOT_FAILED) {
+		c->failed = true;
+		c->slot->state = NIC_SLOT_IDLE;
+	}
+}
+
+/* The slot's waiter goes on the request unless it already waits on one (a duplicate READ
+ * replayed while the head packet's fault is out): that fault is raised unwatched. */
 static enum nic_dma_result raise_fault(struct nic_dma_ctx *c, struct nic_mr *mr,
 				       uint64_t miss, uint64_t need, unsigned access)
 {
-	struct iopt_waiter *w = c->waiter;
-	int rc;
+	struct nic_fault *slot = c->slot && c->slot->state == NIC_SLOT_IDLE ? c->slot : NULL;
+	struct iopt_waiter *w = slot ? &slot->waiter : NULL;
 
-	if (c->no_fault)
+	if (c->failed)
 		return NIC_DMA_HOST;
 	if (w) {
 		w->fn = wake;
 		w->cookie = c->qp;
 		atomic_store(&w->status, IOPT_WAIT_PENDING);
 	}
-	rc = iopt_fault(mr->iopt, miss, need ? need : 1,
-			access == IOPT_READ ? IOPT_READ : IOPT_WRITE, c->qp->nic->now, w);
-	if (rc)
+	if (iopt_fault(mr->iopt, miss, need ? need : 1,
+		       access == IOPT_READ ? IOPT_READ : IOPT_WRITE, c->qp->nic->now, w))
 		return NIC_DMA_HOST;
-	c->faulted = true;
-	c->dom = mr->iopt;
+	if (slot) {
+		slot->state = NIC_SLOT_WAITING;
+		slot->dom = mr->iopt;
+	}
 	return NIC_DMA_FAULT;
 }
 
@@ -63,6 +76,7 @@ enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_
 	uint64_t done = 0;
 	struct iopt_dma dma;
 
+	take_failure(c);
 	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
 		return NIC_DMA_RANGE;
 	iopt_dma_begin(mr->iopt, &dma);
@@ -106,6 +120,7 @@ enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uin
 	uint64_t v, nv;
 	int rc;
 
+	take_failure(c);
 	if (va < mr->va || va + 8 < va || va + 8 > mr->va + mr->len)
 		return NIC_DMA_RANGE;
 	iopt_dma_begin(mr->iopt, &dma);
@@ -147,6 +162,7 @@ enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge
 {
 	uint8_t *b = buf;
 
+	take_failure(c);
 	for (unsigned i = 0; i < num_sge && len; i++) {
 		uint32_t n;
 		struct nic_mr *mr;
@@ -168,4 +184,15 @@ enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge
 		off = 0;
 	}
 	return len ? NIC_DMA_RANGE : NIC_DMA_OK;
+}
+
+/* The vendor error of a local SGE that could not be used (the WQE completes LOC_PROT_ERR). */
+enum nic_vendor_err nic_dma_verr(enum nic_dma_result res)
+{
+	switch (res) {
+	case NIC_DMA_BAD_KEY: return NIC_VERR_BAD_LKEY;
+	case NIC_DMA_RANGE: return NIC_VERR_LKEY_RANGE;
+	case NIC_DMA_ACCESS: return NIC_VERR_LKEY_ACCESS;
+	default: return NIC_VERR_LOCAL_FAULT;
+	}
 }

@@ -140,60 +140,98 @@ struct nic_rsrc {
 	uint8_t syndrome;	/* atomic: the ACK syndrome sent */
 };
 
-/* A packet held behind a responder page fault (stall policy). */
+/* A packet held behind a responder page fault (stall policy): its bytes and the parsed
+ * view of them, kept so that resuming does not parse it again. */
 struct nic_held {
-	uint32_t len;
+	struct roce_pkt pkt;	/* buf and payload point into buf below */
 	uint8_t buf[NIC_PKT_MAX];
+};
+
+/*
+ * A fault slot: one engine's outstanding page fault and what became of it (the requester,
+ * the completer and the responder each have one). The DMA helpers (dma.c) drive it, so no
+ * engine can forget a step: a miss while IDLE raises a fault and leaves the slot WAITING;
+ * a DMA that starts while the slot is FAILED reports its miss as NIC_DMA_HOST (the host
+ * could not supply the page) and puts the slot back to IDLE. An engine only asks
+ * nic_fault_poll() before it retries, and cancels with nic_fault_cancel() (fault.c).
+ */
+enum nic_fault_state {
+	NIC_SLOT_IDLE,		/* nothing outstanding: a miss raises a fault */
+	NIC_SLOT_WAITING,	/* raised on dom; the waiter is not answered yet */
+	NIC_SLOT_FAILED,	/* answered with an error: the next DMA through the slot fails */
+};
+
+struct nic_fault {
+	enum nic_fault_state state;
+	struct iopt_waiter waiter;
+	struct iopt *dom;	/* where waiter is registered (WAITING) */
+};
+
+/* The responder's message in progress (IBA 9.8.3.2: MIDDLE and LAST continue it; FIRST,
+ * ONLY and the one-packet requests need none). */
+enum nic_resp_msg {
+	NIC_MSG_NONE,
+	NIC_MSG_SEND,		/* a SEND's FIRST landed; recv_off bytes placed */
+	NIC_MSG_WRITE,		/* a WRITE's FIRST landed; write says where the next goes */
+};
+
+/* Where a WRITE's next packet lands. Computed per packet, committed in one assignment once
+ * its payload landed (a faulted packet leaves it as it was). */
+struct nic_write {
+	struct nic_mr *mr;	/* NULL: a zero-length WRITE; valid while key still finds it */
+	uint32_t key;
+	uint64_t va;		/* next va */
+	uint32_t resid, total;	/* bytes still due, bytes of the whole message */
 };
 
 struct nic_resp {
 	uint32_t epsn, msn;
-	bool nak_sent;			/* sequence NAK sent for the current gap */
-	/* message in progress */
-	bool in_send, in_write;
+	bool nak_sent;			/* sequence NAK or RNR NAK sent for the current gap */
+	enum nic_resp_msg msg;
 	struct nic_rwqe rwqe;		/* SEND: the receive WQE being filled */
-	bool rwqe_held;			/* rwqe is taken and not yet completed */
+	bool rwqe_held;			/* rwqe is taken and not completed (also across a
+					 * fault on the FIRST packet, before msg is SEND) */
 	uint32_t recv_off;		/* SEND: bytes placed so far */
-	uint64_t write_va;		/* WRITE: next va */
-	struct nic_mr *write_mr;	/* valid while write_mr_key still finds it */
-	uint32_t write_mr_key;
-	uint32_t write_resid, write_total;
+	struct nic_write write;		/* WRITE */
 	/* READ/atomic resources, a ring of max_dest_rd_atomic */
 	struct nic_rsrc *rsrc;
 	unsigned nrsrc, rsrc_next;
-	/* READ response generation in progress (one at a time, from rsrc) */
-	/* ODP stall */
-	struct iopt_waiter waiter;
-	struct iopt *fault_dom;		/* where waiter is registered */
-	bool faulting;			/* a fault is outstanding for the head held packet */
-	int fault_err;			/* the fault failed: the next DMA reports it */
+	/* ODP: the fault of the head packet, and the packets held behind it (stall policy) */
+	struct nic_fault fault;
 	struct nic_held *held;
 	unsigned nheld, held_head, held_cap;
 	bool stall_overflowed;		/* packets dropped since the queue filled */
-	/* an error to report once the QP goes to ERR */
 };
 
+/* The requester: what it has sent. */
 struct nic_req {
 	uint32_t psn;			/* next PSN to send */
-	uint32_t una;			/* oldest unacknowledged PSN */
 	uint32_t max_sent;		/* one past the highest PSN ever sent */
 	unsigned rd_atomic_out;		/* READ/atomic WQEs sent and not completed */
 	unsigned noack;			/* packets sent since the last AckReq */
+	struct nic_fault fault;		/* gathering a local SGE */
+};
+
+/* Why the requester holds back, besides the fault slots (IBA 9.7.5.2): set by the
+ * completer, acted on by the requester. */
+enum nic_req_wait {
+	NIC_REQ_READY,			/* send on */
+	NIC_REQ_RNR_TIMER,		/* an RNR NAK: wait until rnr_deadline, then go back */
+	NIC_REQ_GO_BACK,		/* resend from resume_psn before anything else */
+};
+
+/* The completer: what the responder has answered, and the timers (IBA 9.7.5.2). */
+struct nic_comp {
+	uint32_t una;			/* oldest unacknowledged PSN */
 	uint64_t ack_deadline;		/* UINT64_MAX: off */
-	uint64_t rnr_deadline;		/* UINT64_MAX: off */
+	uint64_t rnr_deadline;		/* NIC_REQ_RNR_TIMER only */
 	unsigned retry_left, rnr_left;
-	bool waiting_rnr;
-	/* requester-side ODP fault on a local SGE */
-	struct iopt_waiter waiter;
-	struct iopt *fault_dom;
-	bool faulting;
-	int fault_err;
+	enum nic_req_wait wait;
+	uint32_t resume_psn;		/* NIC_REQ_RNR_TIMER, NIC_REQ_GO_BACK */
 	/* a missing READ/atomic answer already asked for again (comp.c ask_again) */
 	uint32_t gap_psn;
 	bool gap_asked;
-	/* go-back-N point when a retransmission is pending */
-	bool need_retry;
-	uint32_t retry_psn;
+	struct nic_fault fault;		/* landing a READ response or atomic value */
 };
 
 struct nic_qp {
@@ -210,6 +248,7 @@ struct nic_qp {
 	struct nic_sq sq;
 	struct nic_rq rq;
 	struct nic_req req;
+	struct nic_comp comp;
 	struct nic_resp resp;
 	struct nic_qp_counters ctr;
 	unsigned pmtu;			/* bytes */
@@ -280,11 +319,13 @@ enum nic_dma_result {
 };
 struct nic_dma_ctx {
 	struct nic_qp *qp;
-	struct iopt_waiter *waiter;	/* NULL: fire-and-forget fault (RNR policy) */
-	bool no_fault;			/* report a miss as NIC_DMA_HOST (fault failed) */
-	bool faulted;			/* a fault was raised (on dom) */
-	struct iopt *dom;
+	struct nic_fault *slot;		/* NULL: a fire-and-forget fault (UD receive) */
+	bool failed;			/* the slot's fault failed: a miss is NIC_DMA_HOST */
 };
+static inline struct nic_dma_ctx nic_dma_ctx(struct nic_qp *qp, struct nic_fault *slot)
+{
+	return (struct nic_dma_ctx){ .qp = qp, .slot = slot };
+}
 /* buf NULL: translate (and fault) only, copy nothing. */
 enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
 			       void *buf, uint32_t len, bool to_mem, unsigned iopt_access);
@@ -294,7 +335,15 @@ enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge
 enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
 				   enum odpemu_wr_opcode op, uint64_t compare_add,
 				   uint64_t swap, uint64_t *orig);
+/* Translate, faulting at the first miss, copy nothing. */
+enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+				  uint32_t len, unsigned access);
+enum nic_vendor_err nic_dma_verr(enum nic_dma_result res);
 uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge);
+
+/* fault.c */
+enum nic_fault_state nic_fault_poll(struct nic_fault *f);
+void nic_fault_cancel(struct nic_fault *f);
 
 /* wire.c */
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
@@ -308,8 +357,6 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt);
 void nic_comp_tick(struct nic_qp *qp, uint64_t now);
 void nic_comp_retire(struct nic_qp *qp);
 void nic_req_rewind(struct nic_qp *qp, uint32_t psn);
-enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
-				  uint32_t len, unsigned access);
 struct nic_gid nic_qp_dgid(const struct nic_qp *qp);
 void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
 void nic_resp_run(struct nic_qp *qp);

@@ -92,7 +92,7 @@ int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp
 	qp->sq.max_inline = in->max_inline_data;
 	qp->resp.held_cap = nic->cfg.stall_queue;
 	qp->state = ODPEMU_QPS_RESET;
-	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
+	qp->comp.ack_deadline = qp->comp.rnr_deadline = UINT64_MAX;
 	qp->qpn = alloc_qpn(nic);
 	nic_qp_hash_add(nic, qp);
 	nic_list_add_tail(&nic->qps, &qp->link);
@@ -107,15 +107,13 @@ int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp
 	return 0;
 }
 
-/* Cancel the QP's fault waiters: their requests may outlive it. */
+/* Cancel the engines' faults: their requests may outlive the QP, and a failure belongs to
+ * the old traffic. */
 static void cancel_waiters(struct nic_qp *qp)
 {
-	if (qp->resp.faulting)
-		(void)iopt_waiter_cancel(qp->resp.fault_dom, &qp->resp.waiter);
-	if (qp->req.faulting)
-		(void)iopt_waiter_cancel(qp->req.fault_dom, &qp->req.waiter);
-	qp->resp.faulting = qp->req.faulting = false;
-	qp->resp.fault_err = qp->req.fault_err = 0;	/* a failure belongs to the old traffic */
+	nic_fault_cancel(&qp->req.fault);
+	nic_fault_cancel(&qp->comp.fault);
+	nic_fault_cancel(&qp->resp.fault);
 }
 
 int nic_qp_destroy(struct nic_qp *qp)
@@ -216,11 +214,12 @@ void nic_qp_flush(struct nic_qp *qp)
 static void stop_engines(struct nic_qp *qp)
 {
 	cancel_waiters(qp);
-	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
-	qp->req.waiting_rnr = qp->req.need_retry = false;
+	qp->comp.ack_deadline = qp->comp.rnr_deadline = UINT64_MAX;
+	qp->comp.wait = NIC_REQ_READY;
 	qp->resp.nheld = 0;
 	qp->resp.stall_overflowed = false;
-	qp->resp.in_send = qp->resp.in_write = qp->resp.rwqe_held = false;
+	qp->resp.msg = NIC_MSG_NONE;
+	qp->resp.rwqe_held = false;
 }
 
 /* A SEND cut short by the error (or waiting on a fault) already took its receive WQE off
@@ -232,7 +231,8 @@ static void flush_held_recv(struct nic_qp *qp)
 
 	if (qp->resp.rwqe_held)
 		nic_recv_complete(qp, &wc, false);
-	qp->resp.rwqe_held = qp->resp.in_send = false;
+	qp->resp.rwqe_held = false;
+	qp->resp.msg = NIC_MSG_NONE;
 }
 
 void nic_qp_to_err(struct nic_qp *qp)
@@ -257,7 +257,8 @@ static void to_reset(struct nic_qp *qp)
 	qp->sq.head = qp->sq.next = qp->sq.tail = 0;
 	qp->rq.head = qp->rq.count = 0;
 	memset(&qp->req, 0, sizeof(qp->req));
-	qp->req.ack_deadline = qp->req.rnr_deadline = UINT64_MAX;
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	qp->comp.ack_deadline = qp->comp.rnr_deadline = UINT64_MAX;
 	free(qp->resp.rsrc);
 	qp->resp.rsrc = NULL;
 	qp->resp.nrsrc = 0;
@@ -304,12 +305,12 @@ static void apply(struct nic_qp *qp, const struct nic_qp_attr *a, unsigned mask)
 	}
 	if (mask & ODPEMU_QP_SQ_PSN) {
 		q->sq_psn = a->sq_psn;
-		qp->req.psn = qp->req.una = qp->req.max_sent = a->sq_psn & ROCE_PSN_MASK;
+		qp->req.psn = qp->comp.una = qp->req.max_sent = a->sq_psn & ROCE_PSN_MASK;
 	}
 	if (mask & ODPEMU_QP_RETRY_CNT)
-		qp->req.retry_left = a->retry_cnt;
+		qp->comp.retry_left = a->retry_cnt;
 	if (mask & ODPEMU_QP_RNR_RETRY)
-		qp->req.rnr_left = a->rnr_retry;
+		qp->comp.rnr_left = a->rnr_retry;
 }
 
 static unsigned pmtu_of(const struct nic_qp *qp)

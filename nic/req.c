@@ -7,7 +7,7 @@
  * numbering. The window is bounded by cfg.max_inflight packets and by max_rd_atomic
  * outstanding READ/atomic WQEs; a FENCE WQE waits for earlier READ/atomics.
  *
- * A page fault while gathering a local SGE parks the send queue on req.waiter and resumes
+ * A page fault while gathering a local SGE parks the send queue on its fault slot and resumes
  * the same packet when the fault is answered; a failed fault completes the WQE with
  * LOC_PROT_ERR.
  */
@@ -77,8 +77,7 @@ static void base_hdr(const struct nic_qp *qp, struct roce_hdr *h, uint8_t opcode
 static enum nic_dma_result gather(struct nic_qp *qp, struct nic_swqe *w, uint32_t off,
 				  uint8_t *buf, uint32_t n)
 {
-	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->req.waiter,
-		.no_fault = qp->req.fault_err != 0 };
+	struct nic_dma_ctx c = nic_dma_ctx(qp, &qp->req.fault);
 	enum nic_dma_result res;
 
 	if (w->wr.send_flags & ODPEMU_SEND_INLINE) {
@@ -86,29 +85,21 @@ static enum nic_dma_result gather(struct nic_qp *qp, struct nic_swqe *w, uint32_
 		return NIC_DMA_OK;
 	}
 	res = nic_dma_sge(&c, w->wr.sg_list, w->wr.num_sge, off, buf, n, false);
-	qp->req.fault_err = 0;
-	if (res == NIC_DMA_FAULT) {
-		qp->req.faulting = true;
-		qp->req.fault_dom = c.dom;
+	if (res == NIC_DMA_FAULT)
 		qp->ctr.faults_req++;
-	}
 	return res;
 }
 
 static void arm_ack_timer(struct nic_qp *qp)
 {
-	if (qp->req.ack_deadline == UINT64_MAX)
-		qp->req.ack_deadline = qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
+	if (qp->comp.ack_deadline == UINT64_MAX)
+		qp->comp.ack_deadline = qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
 }
 
 /* A local DMA error: the WQE completes with LOC_PROT_ERR (the QP goes to ERR). */
 static void local_error(struct nic_qp *qp, struct nic_swqe *w, enum nic_dma_result res)
 {
-	unsigned verr = res == NIC_DMA_BAD_KEY ? NIC_VERR_BAD_LKEY :
-			res == NIC_DMA_RANGE ? NIC_VERR_LKEY_RANGE :
-			res == NIC_DMA_ACCESS ? NIC_VERR_LKEY_ACCESS : NIC_VERR_LOCAL_FAULT;
-
-	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, verr);
+	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, nic_dma_verr(res));
 }
 
 /* Gather, or stop: a fault parks the queue (resumed by the waiter), an error completes w. */
@@ -151,7 +142,7 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 	 * a small window would stall waiting for an ACK nobody asked for). */
 	h.bth.ackreq = (off + n == w->length && !more_follows(qp)) ||
 		       ++qp->req.noack >= NIC_ACKREQ_EVERY ||
-		       (uint32_t)roce_psn_diff(roce_psn_next(psn), qp->req.una) >=
+		       (uint32_t)roce_psn_diff(roce_psn_next(psn), qp->comp.una) >=
 		       qp->nic->cfg.max_inflight;
 	if (h.bth.ackreq)
 		qp->req.noack = 0;
@@ -236,7 +227,7 @@ static bool window_open(const struct nic_qp *qp)
 {
 	if (qp->type == ODPEMU_QPT_UD)
 		return true;
-	return roce_psn_diff(qp->req.psn, qp->req.una) < (int32_t)qp->nic->cfg.max_inflight;
+	return roce_psn_diff(qp->req.psn, qp->comp.una) < (int32_t)qp->nic->cfg.max_inflight;
 }
 
 static void assign_psns(struct nic_qp *qp, struct nic_swqe *w)
@@ -276,28 +267,26 @@ static bool send_wqe(struct nic_qp *qp, struct nic_swqe *w)
 	return true;
 }
 
+/* The requester holds back outside RTS/SQD, while its own or the completer's fault is out
+ * (a landing fault asks for the answer again once resolved: resending before that only
+ * repeats the miss), and during an RNR wait. */
 static bool requester_blocked(struct nic_qp *qp)
 {
 	if (qp->state != ODPEMU_QPS_RTS && qp->state != ODPEMU_QPS_SQD)
 		return true;
-	if (qp->req.faulting) {
-		int st = atomic_load(&qp->req.waiter.status);
-
-		if (st == IOPT_WAIT_PENDING)
-			return true;
-		qp->req.faulting = false;
-		qp->req.fault_err = st;
-	}
-	return qp->req.waiting_rnr;
+	if (nic_fault_poll(&qp->req.fault) == NIC_SLOT_WAITING ||
+	    nic_fault_poll(&qp->comp.fault) == NIC_SLOT_WAITING)
+		return true;
+	return qp->comp.wait == NIC_REQ_RNR_TIMER;
 }
 
 void nic_req_run(struct nic_qp *qp)
 {
 	if (requester_blocked(qp))
 		return;
-	if (qp->req.need_retry) {
-		qp->req.need_retry = false;
-		nic_req_rewind(qp, qp->req.retry_psn);
+	if (qp->comp.wait == NIC_REQ_GO_BACK) {
+		qp->comp.wait = NIC_REQ_READY;
+		nic_req_rewind(qp, qp->comp.resume_psn);
 	}
 	for (unsigned n = 0; qp->sq.next < qp->sq.tail && n < 4096; n++) {
 		struct nic_swqe *w = nic_sq_at(&qp->sq, qp->sq.next);

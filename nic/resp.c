@@ -16,6 +16,7 @@
  * operational error (rxe's "class D1e" local error); the responder QP goes to ERR.
  */
 #include "nic_int.h"
+#include "resp_err.h"
 
 enum verdict {
 	V_DONE,		/* consumed (executed, NAKed or dropped) */
@@ -47,20 +48,6 @@ static void ack(struct nic_qp *qp, uint32_t psn)
 	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_ack(ROCE_CREDIT_INVALID), NULL, 0, 0);
 }
 
-static enum verdict nak(struct nic_qp *qp, uint32_t psn, enum roce_nak_code code)
-{
-	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_nak(code), NULL, 0, 0);
-	if (code != ROCE_NAK_PSN_SEQ_ERR) {
-		/* Class B/C/D errors: the responder QP goes to ERR as well (rxe goto_error). */
-		if (code == ROCE_NAK_REMOTE_ACCESS)
-			nic_event(qp->nic, ODPEMU_EVENT_QP_ACCESS_ERR, qp, NULL, NULL, NULL);
-		else
-			nic_event(qp->nic, ODPEMU_EVENT_QP_FATAL, qp, NULL, NULL, NULL);
-		nic_qp_to_err(qp);
-	}
-	return V_DONE;
-}
-
 /* After an RNR NAK the packets behind it are dropped silently (no sequence NAK) until the
  * requester resends from the NAKed PSN (IBA 9.7.5.2.8). */
 static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
@@ -74,18 +61,15 @@ static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
 
 /* ---- the fault outcome of a DMA ---- */
 
+/* Every responder DMA goes through the responder's fault slot. */
 static struct nic_dma_ctx dma_ctx(struct nic_qp *qp)
 {
-	struct nic_dma_ctx c = { .qp = qp, .waiter = &qp->resp.waiter,
-		.no_fault = qp->resp.fault_err != 0 };
-
-	return c;
+	return nic_dma_ctx(qp, &qp->resp.fault);
 }
 
-static enum verdict faulted(struct nic_qp *qp, const struct nic_dma_ctx *c)
+/* The DMA raised a fault into the slot: retry this packet once it is answered. */
+static enum verdict faulted(struct nic_qp *qp)
 {
-	qp->resp.faulting = true;
-	qp->resp.fault_dom = c->dom;
 	qp->ctr.faults_resp++;
 	return V_FAULT;
 }
@@ -142,6 +126,42 @@ static void complete_recv(struct nic_qp *qp, const struct roce_pkt *pkt,
 	nic_recv_complete(qp, &wc, pkt->h.bth.se);
 }
 
+/* ---- refusing a request for good ---- */
+
+#define RECV_NONE		(-1)
+#define RECV_LOC_LEN_ERR	ODPEMU_WC_LOC_LEN_ERR
+#define RECV_LOC_PROT_ERR	ODPEMU_WC_LOC_PROT_ERR
+
+static const struct {
+	enum roce_nak_code nak;
+	int recv;			/* enum odpemu_wc_status, or RECV_NONE */
+	enum nic_vendor_err verr;
+	enum odpemu_event_type event;
+} resp_errors[] = {
+#define RESP_ERR_ROW_(name, nak, recv, verr, event, cls, rule) \
+	[NIC_RERR_##name] = { ROCE_NAK_##nak, RECV_##recv, NIC_VERR_##verr, ODPEMU_EVENT_##event },
+	NIC_RESP_ERRORS(RESP_ERR_ROW_)
+#undef RESP_ERR_ROW_
+};
+
+/* The one place a responder error takes effect (resp_err.h): the receive WQE being filled
+ * completes with the row's status, the NAK goes out for psn, the QP's event is raised and
+ * the QP goes to ERR (which flushes the rest). */
+static enum verdict fail(struct nic_qp *qp, const struct roce_pkt *pkt, uint32_t psn,
+			 enum nic_resp_err e)
+{
+	struct nic_resp *r = &qp->resp;
+
+	if (resp_errors[e].recv != RECV_NONE && r->rwqe_held)
+		complete_recv(qp, pkt, (enum odpemu_wc_status)resp_errors[e].recv, ODPEMU_WC_RECV,
+			      (pkt->mask & ROCE_M_FIRST) ? 0 : r->recv_off, resp_errors[e].verr);
+	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, psn, roce_syndrome_nak(resp_errors[e].nak), NULL, 0,
+	       0);
+	nic_event(qp->nic, resp_errors[e].event, qp, NULL, NULL, NULL);
+	nic_qp_to_err(qp);
+	return V_DONE;
+}
+
 /* SEND_WITH_INVALIDATE (IBA 10.6.6.1): the named R_Key stops working for remote access. */
 static bool invalidate_rkey(struct nic_qp *qp, uint32_t rkey)
 {
@@ -178,30 +198,19 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 	if (!w)
 		return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
-	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge)) {
-		complete_recv(qp, pkt, ODPEMU_WC_LOC_LEN_ERR, ODPEMU_WC_RECV, off,
-			      NIC_VERR_RECV_TOO_SMALL);
-		r->in_send = false;
-		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
-	}
+	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge))
+		return fail(qp, pkt, psn, NIC_RERR_RECV_TOO_SMALL);
 	res = nic_dma_sge(&c, w->sge, w->num_sge, off, (void *)pkt->payload, pkt->payload_len,
 			  true);
-	r->fault_err = 0;
 	if (res == NIC_DMA_FAULT)
-		return faulted(qp, &c);
-	if (pkt->mask & ROCE_M_FIRST)
-		r->in_send = true;
-	if (res != NIC_DMA_OK) {
-		complete_recv(qp, pkt, ODPEMU_WC_LOC_PROT_ERR, ODPEMU_WC_RECV, off,
-			      NIC_VERR_LOCAL_FAULT);
-		r->in_send = false;
-		return nak(qp, psn, ROCE_NAK_REMOTE_OP);
-	}
+		return faulted(qp);
+	if (res != NIC_DMA_OK)
+		return fail(qp, pkt, psn, NIC_RERR_RECV_LOCAL);
 	r->recv_off = off + pkt->payload_len;
+	r->msg = (pkt->mask & ROCE_M_LAST) ? NIC_MSG_NONE : NIC_MSG_SEND;
 	if (pkt->mask & ROCE_M_LAST) {
 		if ((pkt->mask & ROCE_M_IETH) && !invalidate_rkey(qp, pkt->h.ieth_rkey))
-			return nak(qp, psn, ROCE_NAK_INVALID_REQ);
-		r->in_send = false;
+			return fail(qp, pkt, psn, NIC_RERR_INVALIDATE);
 		r->msn = (r->msn + 1) & ROCE_PSN_MASK;
 		complete_recv(qp, pkt, ODPEMU_WC_SUCCESS, ODPEMU_WC_RECV, r->recv_off,
 			      NIC_VERR_NONE);
@@ -211,72 +220,57 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 /* ---- WRITE ---- */
 
-/* WRITE state of this packet: the message in progress, or (FIRST/ONLY) a new one from
- * the RETH, committed to qp->resp only after the payload landed. */
-struct wstate {
-	struct nic_mr *mr;
-	uint32_t key;
-	uint64_t va;
-	uint32_t resid, total;
-};
-
-static bool write_state(struct nic_qp *qp, const struct roce_pkt *pkt, struct wstate *ws)
+/* Where this WRITE packet lands: the message in progress, or (FIRST/ONLY) a new one from
+ * the RETH. false: the R_Key does not allow it (or no longer does). */
+static bool write_target(struct nic_qp *qp, const struct roce_pkt *pkt, struct nic_write *ws)
 {
-	const struct nic_resp *r = &qp->resp;
+	const struct roce_reth *reth = &pkt->h.reth;
 
 	if (!(pkt->mask & ROCE_M_FIRST)) {
-		*ws = (struct wstate){ r->write_mr, r->write_mr_key, r->write_va, r->write_resid,
-			r->write_total };
+		*ws = qp->resp.write;
 		return !ws->mr || (nic_mr_lookup(qp->nic, ws->key) == ws->mr &&
 				   !ws->mr->remote_invalid);
 	}
-	*ws = (struct wstate){ NULL, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len,
-		pkt->h.reth.len };
-	if (!pkt->h.reth.len)
+	*ws = (struct nic_write){ .key = reth->rkey, .va = reth->va, .resid = reth->len,
+		.total = reth->len };
+	if (!reth->len)
 		return true;
-	ws->mr = rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len,
-			     ODPEMU_ACCESS_REMOTE_WRITE);
+	ws->mr = rkey_target(qp, reth->rkey, reth->va, reth->len, ODPEMU_ACCESS_REMOTE_WRITE);
 	return ws->mr != NULL;
 }
 
 static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	struct nic_resp *r = &qp->resp;
-	uint32_t psn = pkt->h.bth.psn;
+	uint32_t psn = pkt->h.bth.psn, n = pkt->payload_len;
 	struct nic_dma_ctx c = dma_ctx(qp);
 	enum nic_dma_result res;
-	struct wstate ws;
+	struct nic_write ws;
 
 	if ((pkt->mask & ROCE_M_RWQE) && !rwqe_available(qp))
 		return rnr_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
-	if (!write_state(qp, pkt, &ws))
-		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
-	if (pkt->payload_len > ws.resid)
-		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
-	if (pkt->payload_len) {
-		res = nic_dma_mr(&c, ws.mr, ws.va, (void *)pkt->payload, pkt->payload_len, true,
-				 IOPT_WRITE);
-		r->fault_err = 0;
+	if (!write_target(qp, pkt, &ws))
+		return fail(qp, pkt, psn, NIC_RERR_RKEY);
+	if (n > ws.resid)
+		return fail(qp, pkt, psn, NIC_RERR_LENGTH);
+	if (n) {
+		res = nic_dma_mr(&c, ws.mr, ws.va, (void *)pkt->payload, n, true, IOPT_WRITE);
 		if (res == NIC_DMA_FAULT)
-			return faulted(qp, &c);
+			return faulted(qp);
 		if (res != NIC_DMA_OK)
-			return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+			return fail(qp, pkt, psn, NIC_RERR_HOST_FAULT);
 	}
-	r->write_mr = ws.mr;
-	r->write_mr_key = ws.key;
-	r->write_va = ws.va + pkt->payload_len;
-	r->write_resid = ws.resid - pkt->payload_len;
-	r->write_total = ws.total;
-	r->in_write = !(pkt->mask & ROCE_M_LAST);
+	r->write = (struct nic_write){ ws.mr, ws.key, ws.va + n, ws.resid - n, ws.total };
+	r->msg = (pkt->mask & ROCE_M_LAST) ? NIC_MSG_NONE : NIC_MSG_WRITE;
 	if (!(pkt->mask & ROCE_M_LAST))
 		return V_DONE;
-	if (r->write_resid)
-		return nak(qp, psn, ROCE_NAK_INVALID_REQ);
+	if (r->write.resid)
+		return fail(qp, pkt, psn, NIC_RERR_LENGTH);
 	r->msn = (r->msn + 1) & ROCE_PSN_MASK;
 	if (pkt->mask & ROCE_M_RWQE) {
 		take_rwqe(qp);
 		complete_recv(qp, pkt, ODPEMU_WC_SUCCESS, ODPEMU_WC_RECV_RDMA_WITH_IMM,
-			      r->write_total, NIC_VERR_NONE);
+			      r->write.total, NIC_VERR_NONE);
 	}
 	return V_DONE;
 }
@@ -310,8 +304,10 @@ static uint32_t read_npkts(const struct nic_qp *qp, uint32_t len)
 	return len ? (len + qp->pmtu - 1) / qp->pmtu : 1;
 }
 
-/* Send the responses of READ resource s from psn on. false: a fault stopped it first. */
-static enum verdict read_responses(struct nic_qp *qp, const struct nic_rsrc *s, uint32_t psn)
+/* Send the responses of READ resource s from psn on; V_FAULT when a page of what is left
+ * is missing (nothing is sent then: the stream starts only once all of it translates). */
+static enum verdict read_responses(struct nic_qp *qp, const struct roce_pkt *pkt,
+				   const struct nic_rsrc *s, uint32_t psn)
 {
 	uint32_t k = (uint32_t)roce_psn_diff(psn, s->psn), n = read_npkts(qp, s->len);
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, s->rkey);
@@ -321,13 +317,12 @@ static enum verdict read_responses(struct nic_qp *qp, const struct nic_rsrc *s, 
 	enum nic_dma_result res;
 
 	if (s->len && (!mr || mr->remote_invalid))
-		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, psn, NIC_RERR_RKEY);
 	res = s->len ? nic_dma_probe(&c, mr, s->va + off, s->len - off, IOPT_READ) : NIC_DMA_OK;
-	qp->resp.fault_err = 0;
 	if (res == NIC_DMA_FAULT)
-		return faulted(qp, &c);
+		return faulted(qp);
 	if (res != NIC_DMA_OK)
-		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, psn, NIC_RERR_HOST_FAULT);
 	for (; k < n; k++, off += qp->pmtu) {
 		uint32_t len = s->len - off < qp->pmtu ? s->len - off : qp->pmtu;
 		uint8_t op = n == 1 ? ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
@@ -336,7 +331,7 @@ static enum verdict read_responses(struct nic_qp *qp, const struct nic_rsrc *s, 
 			     ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 
 		if (len && nic_dma_mr(&c, mr, s->va + off, buf, len, false, IOPT_READ) != NIC_DMA_OK)
-			return nak(qp, roce_psn_add(s->psn, k), ROCE_NAK_REMOTE_ACCESS);
+			return fail(qp, pkt, roce_psn_add(s->psn, k), NIC_RERR_HOST_FAULT);
 		answer(qp, op, roce_psn_add(s->psn, k), roce_syndrome_ack(ROCE_CREDIT_INVALID),
 		       buf, len, 0);
 	}
@@ -353,8 +348,8 @@ static enum verdict do_read(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 	if (reth->len && !rkey_target(qp, reth->rkey, reth->va, reth->len,
 				      ODPEMU_ACCESS_REMOTE_READ))
-		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
-	v = read_responses(qp, &probe, psn);
+		return fail(qp, pkt, psn, NIC_RERR_RKEY);
+	v = read_responses(qp, pkt, &probe, psn);
 	if (v == V_FAULT || qp->state == ODPEMU_QPS_ERR)
 		return v;
 	*rsrc_new(qp) = probe;
@@ -377,7 +372,7 @@ static enum verdict do_atomic(struct nic_qp *qp, const struct roce_pkt *pkt)
 	struct nic_rsrc *s;
 
 	if (!mr || (va & 7))
-		return nak(qp, psn, mr ? ROCE_NAK_INVALID_REQ : ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, psn, mr ? NIC_RERR_MISALIGNED : NIC_RERR_RKEY);
 	if (write)
 		memcpy(&val, pkt->payload, 8);	/* the 8 bytes land as sent */
 	op = write ? ODPEMU_WR_ATOMIC_WRITE : pkt->h.bth.opcode == ROCE_OP_RC_COMPARE_SWAP ?
@@ -386,11 +381,10 @@ static enum verdict do_atomic(struct nic_qp *qp, const struct roce_pkt *pkt)
 	res = nic_dma_atomic(&c, mr, va, op,
 			     op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD ? a->swap_add : a->compare,
 			     write ? val : a->swap_add, &orig);
-	qp->resp.fault_err = 0;
 	if (res == NIC_DMA_FAULT)
-		return faulted(qp, &c);
+		return faulted(qp);
 	if (res != NIC_DMA_OK)
-		return nak(qp, psn, ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, psn, NIC_RERR_HOST_FAULT);
 	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
 	if (write) {
 		ack(qp, psn);
@@ -422,17 +416,17 @@ static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
 	struct nic_dma_ctx c = dma_ctx(qp);
 	enum nic_dma_result res = NIC_DMA_OK;
 
-	if ((qp->attr.qp_access_flags & need) != need || !mr || mr->pd != qp->pd ||
-	    (mr->access & need) != need || mr->remote_invalid ||
+	if ((qp->attr.qp_access_flags & need) != need)
+		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_QP_ACCESS);
+	if (!mr || mr->pd != qp->pd || (mr->access & need) != need || mr->remote_invalid ||
 	    (!whole && !rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len, need)))
-		return nak(qp, pkt->h.bth.psn, ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_RKEY);
 	if (!whole && pkt->h.reth.len)
 		res = nic_dma_probe(&c, mr, pkt->h.reth.va, pkt->h.reth.len, IOPT_READ);
-	qp->resp.fault_err = 0;
 	if (res == NIC_DMA_FAULT)
-		return faulted(qp, &c);
+		return faulted(qp);
 	if (res != NIC_DMA_OK)
-		return nak(qp, pkt->h.bth.psn, ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_HOST_FAULT);
 	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
 	ack(qp, pkt->h.bth.psn);
 	return V_DONE;
@@ -449,7 +443,7 @@ static enum verdict duplicate(struct nic_qp *qp, const struct roce_pkt *pkt)
 	switch (pkt->cls) {
 	case ROCE_CLASS_READ:
 		s = rsrc_find(qp, psn, true);
-		return s ? read_responses(qp, s, psn) : V_DONE;
+		return s ? read_responses(qp, pkt, s, psn) : V_DONE;
 	case ROCE_CLASS_ATOMIC:
 		s = rsrc_find(qp, psn, false);
 		if (s)
@@ -472,24 +466,24 @@ static bool sequence_ok(const struct nic_resp *r, const struct roce_pkt *pkt)
 {
 	bool cont = !(pkt->mask & ROCE_M_FIRST);
 
-	if (pkt->cls == ROCE_CLASS_SEND)
-		return cont ? r->in_send : !r->in_send && !r->in_write;
-	if (pkt->cls == ROCE_CLASS_WRITE)
-		return cont ? r->in_write : !r->in_send && !r->in_write;
-	return !r->in_send && !r->in_write;
+	switch (pkt->cls) {
+	case ROCE_CLASS_SEND: return r->msg == (cont ? NIC_MSG_SEND : NIC_MSG_NONE);
+	case ROCE_CLASS_WRITE: return r->msg == (cont ? NIC_MSG_WRITE : NIC_MSG_NONE);
+	default: return r->msg == NIC_MSG_NONE;
+	}
 }
 
 static enum verdict execute(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	if (!sequence_ok(&qp->resp, pkt))
-		return nak(qp, pkt->h.bth.psn, ROCE_NAK_INVALID_REQ);
+		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_OPCODE_SEQ);
 	switch (pkt->cls) {
 	case ROCE_CLASS_SEND: return do_send(qp, pkt);
 	case ROCE_CLASS_WRITE: return do_write(qp, pkt);
 	case ROCE_CLASS_READ: return do_read(qp, pkt);
 	case ROCE_CLASS_ATOMIC: case ROCE_CLASS_ATOMIC_WRITE: return do_atomic(qp, pkt);
 	case ROCE_CLASS_FLUSH: return do_flush(qp, pkt);
-	default: return nak(qp, pkt->h.bth.psn, ROCE_NAK_INVALID_REQ);
+	default: return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_UNSUPPORTED);
 	}
 }
 
@@ -536,8 +530,7 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return duplicate(qp, pkt);
 	r->nak_sent = false;
 	if (!qp_allows(qp, pkt))
-		return nak(qp, psn, pkt->cls == ROCE_CLASS_SEND ? ROCE_NAK_INVALID_REQ
-								 : ROCE_NAK_REMOTE_ACCESS);
+		return fail(qp, pkt, psn, NIC_RERR_QP_ACCESS);
 	v = execute(qp, pkt);
 	if (v != V_DONE || qp->state == ODPEMU_QPS_ERR)
 		return v;
@@ -565,8 +558,10 @@ static bool hold(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return false;
 	}
 	h = &r->held[(r->held_head + r->nheld) % r->held_cap];
-	h->len = pkt->len;
 	memcpy(h->buf, pkt->buf, pkt->len);
+	h->pkt = *pkt;
+	h->pkt.buf = h->buf;
+	h->pkt.payload = h->buf + (pkt->payload - pkt->buf);
 	r->nheld++;
 	return true;
 }
@@ -583,19 +578,10 @@ static void on_fault(struct nic_qp *qp, const struct roce_pkt *pkt, bool from_qu
 		hold(qp, pkt);
 }
 
-/* If a fault was outstanding, has it been answered? (Sets fault_err on failure.) */
+/* Is the head packet's fault still unanswered? (An answer is recorded in the slot.) */
 static bool fault_pending(struct nic_qp *qp)
 {
-	int st;
-
-	if (!qp->resp.faulting)
-		return false;
-	st = atomic_load(&qp->resp.waiter.status);
-	if (st == IOPT_WAIT_PENDING)
-		return true;
-	qp->resp.faulting = false;
-	qp->resp.fault_err = st;
-	return false;
+	return nic_fault_poll(&qp->resp.fault) == NIC_SLOT_WAITING;
 }
 
 void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src)
@@ -603,7 +589,8 @@ void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic
 	(void)src;
 	if (qp->type != ODPEMU_QPT_RC || !(pkt->mask & ROCE_M_REQ))
 		return;
-	if (qp->init.fault_policy == NIC_FAULT_STALL && (qp->resp.nheld || qp->resp.faulting)) {
+	if (qp->init.fault_policy == NIC_FAULT_STALL &&
+	    (qp->resp.nheld || qp->resp.fault.state == NIC_SLOT_WAITING)) {
 		hold(qp, pkt);		/* keep order behind the fault */
 		nic_qp_schedule(qp);
 		return;
@@ -627,12 +614,10 @@ void nic_resp_run(struct nic_qp *qp)
 		return;
 	}
 	while (r->nheld && !fault_pending(qp)) {
-		struct nic_held *h = &r->held[r->held_head];
-		struct roce_pkt pkt;
+		const struct roce_pkt *pkt = &r->held[r->held_head].pkt;
 
-		if (roce_parse(h->buf, h->len, qp->pmtu, &pkt) == ROCE_R_OK &&
-		    process(qp, &pkt) == V_FAULT) {
-			on_fault(qp, &pkt, true);
+		if (process(qp, pkt) == V_FAULT) {
+			on_fault(qp, pkt, true);
 			return;
 		}
 		if (qp->state == ODPEMU_QPS_ERR) {
@@ -642,7 +627,7 @@ void nic_resp_run(struct nic_qp *qp)
 		r->held_head = (r->held_head + 1) % r->held_cap;
 		r->nheld--;
 	}
-	if (!r->nheld && !r->faulting && r->stall_overflowed) {
+	if (!r->nheld && r->fault.state != NIC_SLOT_WAITING && r->stall_overflowed) {
 		/* Packets beyond the queue were dropped and the requester may have nothing
 		 * more in flight: ask for them now rather than after its ACK timeout, and
 		 * acknowledge what the held packets did (else a small queue and a slow

@@ -43,7 +43,7 @@ void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_g
 {
 	struct nic_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 	const struct nic_rwqe *w = nic_rq_peek(rq);
-	struct nic_dma_ctx c = { .qp = qp, .waiter = NULL };
+	struct nic_dma_ctx c = nic_dma_ctx(qp, NULL);	/* a miss drops: fire and forget */
 	uint8_t buf[NIC_GRH_LEN + NIC_PKT_MAX];
 	uint32_t len = NIC_GRH_LEN + pkt->payload_len;
 	struct nic_rwqe taken;

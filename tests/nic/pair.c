@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pair.h"
+#include "roce.h"
 #include "t.h"
 
 /* Each side's ports ctx is a small record naming the pair and the side. */
@@ -312,4 +313,25 @@ int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, un
 			unsigned *posted)
 {
 	return nic_post_send_list(p->s[i].qp, wrs, n, posted, p->now);
+}
+
+/* A request crafted by the test, as if side !to's NIC had sent it on the RC QP: the
+ * header's dqpn is filled in, the ICRC sealed. */
+void pair_inject(struct pair *p, int to, struct roce_hdr *h, const void *payload, uint32_t len)
+{
+	struct pair_side *from = &p->s[!to];
+	struct roce_flow4 f = { .sport = ROCE_UDP_PORT, .dport = ROCE_UDP_PORT };
+	uint8_t pkt[4096 + 128];
+	long n;
+
+	h->bth.pkey = ROCE_DEFAULT_PKEY;
+	h->bth.dqpn = nic_qp_num(p->s[to].qp);
+	n = roce_build(pkt, sizeof(pkt), h, payload, len);
+	T_CHECK(n > 0, "crafted packet: %ld", n);
+	if (n <= 0)
+		return;
+	memcpy(&f.saddr, from->gid.raw + 12, 4);
+	memcpy(&f.daddr, p->s[to].gid.raw + 12, 4);
+	roce_icrc4_seal(&f, pkt, (size_t)n);
+	nic_rx(p->s[to].nic, pkt, (size_t)n, &from->gid, p->now);
 }

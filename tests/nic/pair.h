@@ -84,4 +84,8 @@ int pair_post_send(struct pair *p, int i, const struct nic_send_wr *wr);
 int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, unsigned n,
 			unsigned *posted);
 
+struct roce_hdr;
+/* Deliver a request crafted by the test to side to's RC QP, from side !to's address. */
+void pair_inject(struct pair *p, int to, struct roce_hdr *h, const void *payload, uint32_t len);
+
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pair.h"
+#include "roce.h"
 #include "t.h"
 
 #define RW (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ | \
@@ -720,6 +721,125 @@ static void test_odp_responder_rnr(void)
 	test_odp_responder(NIC_FAULT_RNR);
 }
 
+/* The responder's error table (nic/resp_err.h), row by row as a requester can provoke it:
+ * the sender's status, the receive WQE's status and vendor error, the responder's event,
+ * and both QPs in ERR. Requests our requester never sends are crafted (no sender WQE). */
+enum provoke { BAD_RKEY, NO_QP_ACCESS, HOST_FAULT, RECV_TOO_SMALL, RECV_BAD_LKEY,
+	BAD_INVALIDATE, CRAFT_LAST_FIRST, CRAFT_SHORT_WRITE };
+
+static const struct resp_err_case {
+	enum provoke how;
+	const char *name;
+	enum odpemu_wc_status sender;	/* SUCCESS: crafted, no sender WQE */
+	enum odpemu_wc_status recv;	/* SUCCESS: no receive posted */
+	enum nic_vendor_err recv_verr;
+	enum odpemu_event_type event;
+} resp_err_cases[] = {
+	{ BAD_RKEY, "bad rkey", ODPEMU_WC_REM_ACCESS_ERR, ODPEMU_WC_SUCCESS, NIC_VERR_NONE,
+	  ODPEMU_EVENT_QP_ACCESS_ERR },
+	{ NO_QP_ACCESS, "QP without remote write", ODPEMU_WC_REM_ACCESS_ERR, ODPEMU_WC_SUCCESS,
+	  NIC_VERR_NONE, ODPEMU_EVENT_QP_ACCESS_ERR },
+	{ HOST_FAULT, "failed responder fault", ODPEMU_WC_REM_ACCESS_ERR, ODPEMU_WC_SUCCESS,
+	  NIC_VERR_NONE, ODPEMU_EVENT_QP_ACCESS_ERR },
+	{ RECV_TOO_SMALL, "receive too small", ODPEMU_WC_REM_INV_REQ_ERR, ODPEMU_WC_LOC_LEN_ERR,
+	  NIC_VERR_RECV_TOO_SMALL, ODPEMU_EVENT_QP_REQ_ERR },
+	{ RECV_BAD_LKEY, "receive with a bad lkey", ODPEMU_WC_REM_OP_ERR, ODPEMU_WC_LOC_PROT_ERR,
+	  NIC_VERR_LOCAL_FAULT, ODPEMU_EVENT_QP_FATAL },
+	{ BAD_INVALIDATE, "invalidate of no MR", ODPEMU_WC_REM_INV_REQ_ERR,
+	  ODPEMU_WC_WR_FLUSH_ERR, NIC_VERR_FLUSH, ODPEMU_EVENT_QP_REQ_ERR },
+	{ CRAFT_LAST_FIRST, "SEND_LAST with no message", ODPEMU_WC_SUCCESS,
+	  ODPEMU_WC_SUCCESS, NIC_VERR_NONE, ODPEMU_EVENT_QP_REQ_ERR },
+	{ CRAFT_SHORT_WRITE, "WRITE_LAST short of the RETH length", ODPEMU_WC_SUCCESS,
+	  ODPEMU_WC_SUCCESS, NIC_VERR_NONE, ODPEMU_EVENT_QP_REQ_ERR },
+};
+
+/* Requests from side 0 at side 1's expected PSN that pass the parser (which drops what
+ * it can tell is malformed on its own, e.g. a misaligned atomic) but not the responder. */
+static void craft(struct pair *p, struct bufs *x, enum provoke how)
+{
+	static uint8_t payload[4096];
+	struct roce_hdr h = { .bth.ackreq = true };
+	struct nic_qp_attr a;
+	uint32_t pmtu;
+
+	T_EQ(nic_qp_query(p->s[1].qp, &a), 0, "query");
+	pmtu = roce_mtu_bytes((enum roce_mtu)a.path_mtu);
+	h.bth.psn = a.rq_psn;
+	if (how == CRAFT_LAST_FIRST) {
+		h.bth.opcode = ROCE_OP_RC_SEND_LAST;
+		return pair_inject(p, 1, &h, payload, 8);
+	}
+	h.bth.opcode = ROCE_OP_RC_RDMA_WRITE_FIRST;
+	h.reth = (struct roce_reth){ (uint64_t)(uintptr_t)x->b, nic_mr_rkey(x->mb), 3 * pmtu };
+	pair_inject(p, 1, &h, payload, pmtu);
+	h.bth.opcode = ROCE_OP_RC_RDMA_WRITE_LAST;
+	h.bth.psn = roce_psn_next(h.bth.psn);
+	pair_inject(p, 1, &h, payload, 8);
+}
+
+static void provoke(struct pair *p, struct bufs *x, enum provoke how)
+{
+	struct nic_sge s = sge_of(x->a, 100, x->ma), bad = { (uint64_t)(uintptr_t)x->b, 4096, 0xabcdef };
+	struct nic_recv_wr rwr = { 7, &bad, 1 };
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE, .sg_list = &s,
+		.num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x->b, .rkey = nic_mr_rkey(x->mb) };
+
+	switch (how) {
+	case BAD_RKEY: wr.rkey ^= 0x100; break;
+	case NO_QP_ACCESS: case HOST_FAULT: break;
+	case RECV_TOO_SMALL:
+		wr.opcode = ODPEMU_WR_SEND;
+		T_EQ(pair_post_recv(p, 1, 7, x->b, 50, x->mb), 0, "small recv");
+		break;
+	case RECV_BAD_LKEY:
+		wr.opcode = ODPEMU_WR_SEND;
+		T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv with a bad lkey");
+		break;
+	case BAD_INVALIDATE:
+		wr.opcode = ODPEMU_WR_SEND_WITH_INV;
+		wr.imm_data = nic_mr_rkey(x->mb) ^ 0x100;
+		T_EQ(pair_post_recv(p, 1, 7, x->b, BUF, x->mb), 0, "recv");
+		break;
+	default:
+		return craft(p, x, how);
+	}
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+}
+
+static void test_responder_errors(void)
+{
+	for (size_t i = 0; i < sizeof(resp_err_cases) / sizeof(resp_err_cases[0]); i++) {
+		const struct resp_err_case *c = &resp_err_cases[i];
+		struct pair_qp_opts o = { .access = c->how == NO_QP_ACCESS ? ODPEMU_ACCESS_REMOTE_READ : 0 };
+		struct pair *p = pair_new(c->how == NO_QP_ACCESS ? &o : NULL);
+		struct bufs x;
+		struct nic_wc wc;
+
+		p->fail_faults = c->how == HOST_FAULT;
+		bufs_new(p, &x, RW, c->how == HOST_FAULT ? RW | ODPEMU_ACCESS_ON_DEMAND : RW);
+		provoke(p, &x, c->how);
+		pair_run(p, 1000000000);
+		if (c->sender != ODPEMU_WC_SUCCESS) {
+			wc = one_wc(p, 0, true, c->name);
+			T_CHECK(wc.status == c->sender, "%s: sender %s", c->name,
+				odpemu_wc_status_str(wc.status));
+		}
+		if (c->recv != ODPEMU_WC_SUCCESS) {
+			wc = one_wc(p, 1, false, c->name);
+			T_CHECK(wc.status == c->recv && wc.vendor_err == c->recv_verr && wc.wr_id == 7,
+				"%s: receive %s (%s)", c->name, odpemu_wc_status_str(wc.status),
+				nic_vendor_err_str(wc.vendor_err));
+		}
+		T_CHECK(p->s[1].events[c->event] == 1, "%s: responder event %s", c->name,
+			odpemu_event_type_str(c->event));
+		T_CHECK(nic_qp_state(p->s[1].qp) == ODPEMU_QPS_ERR, "%s: responder in ERR", c->name);
+		T_CHECK(c->sender == ODPEMU_WC_SUCCESS || nic_qp_state(p->s[0].qp) == ODPEMU_QPS_ERR,
+			"%s: requester in ERR", c->name);
+		bufs_free(&x);
+		pair_free(p);
+	}
+}
+
 /* One behaviour per case; meson runs each as its own test (tests/nic/meson.build passes
  * its list to --check, so a case missing there fails the suite). */
 static const struct rc_case {
@@ -746,6 +866,7 @@ static const struct rc_case {
 	{ "post-list-one-ack", test_post_list_one_ack },
 	{ "ud-many", test_ud_many },
 	{ "cq-notify", test_cq_notify },
+	{ "responder-errors", test_responder_errors },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
