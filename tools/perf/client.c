@@ -116,7 +116,7 @@ int perf_client(const struct perf_opts *o)
 		perf_die("%s", msg);
 	if (dev_prepare(&d, &o->cfg))
 		return 1;
-	if (net_connect(o->server, o->port, o->timeout, perf_test_name(o->cfg.test), &c))
+	if (net_connect(o->connect_to, o->port, o->timeout, perf_test_name(o->cfg.test), &c))
 		return 1;
 	hello(o, &c);
 	side_evict(&d, &o->cfg, false);

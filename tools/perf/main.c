@@ -14,5 +14,5 @@ int main(int argc, char **argv)
 	perf_opts_parse(argc, argv, &o);
 	srand48((long)time(NULL) ^ (long)getpid());	/* random initial PSNs, as perftest */
 	signal(SIGPIPE, SIG_IGN);	/* a peer that died shows as a failed send */
-	return o.server ? perf_client(&o) : perf_server(&o);
+	return o.connect_to ? perf_client(&o) : perf_server(&o);
 }

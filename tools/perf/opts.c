@@ -273,7 +273,7 @@ void perf_opts_parse(int argc, char **argv, struct perf_opts *o)
 		bad("which test? write, read, send, atomic or flush");
 	o->cfg.test = (enum perf_test)pick("test", argv[optind++], test_names, 5);
 	if (optind < argc)
-		o->server = argv[optind++];
+		o->connect_to = argv[optind++];
 	if (optind < argc)
 		bad("unexpected argument '%s'", argv[optind]);
 	check(o, &g);

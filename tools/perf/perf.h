@@ -61,7 +61,7 @@ struct perf_cfg {
 struct perf_opts {
 	struct perf_cfg cfg;
 	const char *dev;	/* NULL: the device of this host */
-	const char *server;	/* NULL: we are the server */
+	const char *connect_to;	/* client: the server's address; NULL: we are the server */
 	const char *histogram;	/* --histogram FILE.svg|png */
 	unsigned port;
 	double timeout;		/* seconds: TCP connect and set-up messages */
