@@ -8,7 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "counters.h"
+#include "ctl.h"
 #include "daemon.h"
+#include "log.h"
+#include "nic.h"
+#include "session.h"
+#include "udp.h"
 
 #define MAX_CTRS 4096
 

@@ -14,7 +14,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "daemon.h"
+#include "log.h"
+#include "loop.h"
+#include "notifier.h"
+#include "options.h"
+#include "session.h"
+#include "verbs.h"
 
 static void on_listen(struct emu_io *io, const struct io_uring_cqe *cqe)
 {

@@ -24,8 +24,15 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "counters.h"
+#include "ctl.h"
 #include "daemon.h"
+#include "devnode.h"
+#include "log.h"
 #include "mtu.h"
+#include "ports.h"
+#include "rings.h"
+#include "session.h"
 
 static void set_port(struct emu_daemon *d, bool up)
 {

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "devnode.h"
+#include "ipc.h"
+#include "log.h"
 
 void emu_devnode_ensure(void)
 {

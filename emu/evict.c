@@ -6,6 +6,10 @@
  * ticks: the page is drawn from the inject module's eviction stream.
  */
 #include "daemon.h"
+#include "evict.h"
+#include "inject.h"
+#include "nic.h"
+#include "session.h"
 
 #define EVICT_MAX_PER_TICK 1024
 

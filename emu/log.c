@@ -3,7 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "daemon.h"
+#include "log.h"
+#include "loop.h"
 
 int emu_log_level = EMU_LOG_INFO;
 

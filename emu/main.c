@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "log.h"
+#include "options.h"
 
 /* Fork; the parent waits for the child's one-byte verdict and exits with it. */
 static int detach(const struct emu_options *opt, int *ready_fd)

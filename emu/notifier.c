@@ -24,6 +24,11 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "ipc.h"
+#include "log.h"
+#include "nic.h"
+#include "notifier.h"
+#include "session.h"
 
 void emu_notifier_watch(struct emu_session *s, uint64_t va, uint64_t len)
 {

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "ipc.h"
+#include "log.h"
 #include "rundir.h"
 
 static void usage(FILE *f)

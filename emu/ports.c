@@ -17,7 +17,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "daemon.h"
+#include "evict.h"
+#include "fault.h"
+#include "log.h"
+#include "nic.h"
+#include "ports.h"
+#include "rings.h"
+#include "session.h"
+#include "udp.h"
 
 /* The session of a client id, through a one-entry cache (emu_session_close clears it). */
 static struct emu_session *session_of(struct emu_daemon *d, uint32_t client)

@@ -14,6 +14,11 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "ipc_ring.h"
+#include "log.h"
+#include "nic.h"
+#include "rings.h"
+#include "session.h"
 
 #define DRAIN_BATCH 32		/* WRs per nic_post_send_list */
 

@@ -13,7 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "daemon.h"
+#include "log.h"
+#include "notifier.h"
+#include "session.h"
+#include "verbs.h"
 
 #define SESSION_MAX_OBJS (1u << 16)
 

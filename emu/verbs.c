@@ -13,7 +13,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "counters.h"
+#include "ctl.h"
 #include "daemon.h"
+#include "ipc_ring.h"
+#include "log.h"
+#include "nic.h"
+#include "notifier.h"
+#include "ports.h"
+#include "rings.h"
+#include "session.h"
+#include "verbs.h"
 
 
 static int ok(struct emu_req *r, const void *body, size_t len)

@@ -5,7 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "daemon.h"
+#include "ipc_ring.h"
+#include "nic.h"
+#include "rings.h"
+#include "session.h"
+#include "verbs.h"
 
 /* ---- SRQ ---- */
 

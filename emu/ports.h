@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ports — nic/'s four ports (nic.h) bound to the real world: the wire is the UDP socket,
+ * host memory is the clients' (or the daemon's mapping of pinned pages), the fault handler
+ * is the fault thread (fault.h), and events go to the sessions' pipes (session.h).
+ *
+ * THREADING. nic/ calls the ports on the loop thread only.
+ */
+#ifndef ODPEMU_EMU_PORTS_H
+#define ODPEMU_EMU_PORTS_H
+
+#include <stdint.h>
+
+#include "loop.h"
+
+struct emu_daemon;
+struct nic_ports;
+
+/* Host addresses of pinned MRs are the daemon's own mapping of the client's pages,
+ * tagged: PIN_TAG, touched with memcpy (memfds sealed against shrinking, which cannot
+ * fault), or PIN_TAG | PIN_GUARD_TAG, touched through process_vm_readv/writev on the
+ * daemon itself (files the client could truncate: a page gone is EFAULT, not SIGBUS). */
+#define PIN_TAG		(1ull << 62)
+#define PIN_GUARD_TAG	(1ull << 61)
+#define PIN_ADDR(host)	((host) & ~(PIN_TAG | PIN_GUARD_TAG))
+
+/* Fill p with the daemon's ports (ctx = d), for nic_create. */
+void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);
+
+/* The fault answers, delivered to nic/ when their injected delay is over. */
+void emu_faults_deliver(struct emu_daemon *d, uint64_t now);
+uint64_t emu_faults_next_due(const struct emu_daemon *d);
+void emu_fault_answers(struct emu_io *io, const struct io_uring_cqe *cqe);
+/* Answer every request still held (at stop). */
+void emu_faults_drain_all(struct emu_daemon *d);
+
+#endif

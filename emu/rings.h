@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rings — the data path in shared memory (ipc_ring.h gives the layout). Each QP (SQ, and RQ
+ * unless it has an SRQ), SRQ and CQ has a single-producer/single-consumer ring in a memfd
+ * the daemon creates and the client maps. Work requests come in through SQ/RQ/SRQ rings and
+ * go into nic/; completions go out through CQ rings, written by nic/ itself (ports.cq_write).
+ * The client wrote every slot and index: slots are copied out before they are checked and
+ * indexes clamped, so a misbehaving client breaks only its own queues.
+ *
+ * THREADING. The loop thread only.
+ */
+#ifndef ODPEMU_EMU_RINGS_H
+#define ODPEMU_EMU_RINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct emu_daemon;
+struct emu_obj;
+struct ipc_ring;
+struct nic_wc;
+
+/* A ring as the daemon sees it: its own copies of the geometry, never read back. */
+struct emu_ring {
+	struct ipc_ring *hdr;
+	void *base;
+	uint32_t offset, size, slot;
+	uint32_t idx;			/* daemon's index: cons (SQ/RQ/SRQ) or prod (CQ) */
+};
+
+/* Create the memfd of o's rings (len bytes), map it as o->map; *fd_out for the client.
+ * 0 or -errno of memfd_create/ftruncate/mmap. */
+int emu_ring_map(struct emu_obj *o, size_t len, int *fd_out);
+/* Initialise the ring header at base + at and r, the daemon's view of it. */
+void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, uint32_t slot);
+/* Take what the clients posted on every SQ, RQ and SRQ into nic/; true if anything was. */
+bool emu_rings_drain(struct emu_daemon *d);
+/* ports.cq_write of the CQ object cq: false when its ring is full. */
+bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc);
+/* Once a round: the clients' CQ arm requests, and the notifications nic/ raised. */
+void emu_rings_service_cqs(struct emu_daemon *d);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session — one client process on the control socket (ctl.h): its credentials, doorbell,
+ * event pipe and userfaultfd, and the objects it created (struct emu_obj), found by handle
+ * in the session's table. Handles are per-session indexes, so another session's handle is
+ * simply unknown. When the socket closes (exit or crash) every object is destroyed in
+ * dependency order, as the kernel does for a dead process's verbs objects.
+ *
+ * LIFETIME. emu_session_close() frees the objects and marks the session dead; the struct
+ * itself is freed by the final completion of its last armed poll (io_uring hands the
+ * struct emu_io pointers back until then).
+ *
+ * THREADING. The loop thread only.
+ */
+#ifndef ODPEMU_EMU_SESSION_H
+#define ODPEMU_EMU_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ipc.h"
+#include "loop.h"
+#include "rings.h"
+
+struct emu_daemon;
+struct nic_cq;
+struct nic_mr;
+struct nic_pd;
+struct nic_qp;
+struct nic_srq;
+struct emu_session;
+
+enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
+	EMU_OBJ_QP };
+
+/* One object of a session: the nic/ object it stands for, the objects it names (their
+ * refs count it), its rings. */
+struct emu_obj {
+	enum emu_obj_type type;
+	uint32_t handle;
+	struct emu_session *s;
+	unsigned refs;			/* other objects naming this one */
+	void *map;			/* ring memfd mapping (CQ, SRQ, QP) */
+	size_t map_len;
+	union {
+		struct nic_pd *pd;
+		struct {
+			struct nic_mr *mr;
+			void *pin;	/* pinned: the daemon's mapping of the pages */
+			size_t pin_len;
+			uint64_t va, len;
+			struct emu_obj *pd;
+		} mr;
+		struct {
+			int wr_fd;	/* pipe write end */
+		} ch;
+		struct {
+			struct nic_cq *cq;
+			struct emu_obj *channel;
+			struct emu_ring ring;
+			uint32_t arm_seen;
+			bool notify_pending;
+		} cq;
+		struct {
+			struct nic_srq *srq;
+			struct emu_ring ring;
+			uint32_t max_sge;
+			struct emu_obj *pd;
+		} srq;
+		struct {
+			struct nic_qp *qp;
+			struct emu_obj *send_cq, *recv_cq, *srq, *pd;
+			struct emu_ring sq, rq;
+			uint32_t max_send_sge, max_recv_sge, max_inline;
+			enum odpemu_qp_type type;
+		} qp;
+	} u;
+};
+
+struct emu_session {
+	struct emu_daemon *d;
+	struct emu_session *next;
+	struct emu_io sock_io, db_io, uffd_io;
+	int sock, doorbell, event_wr;
+	int uffd;			/* the client's userfaultfd: we register ranges on it */
+	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
+	pid_t pid;
+	uid_t uid;
+	uint32_t id;			/* the NIC's client id */
+	bool hello_done, dead;
+	unsigned polls;			/* armed multishot polls */
+	struct emu_obj **objs;		/* index = handle; 0 unused */
+	uint32_t nobjs;
+	uint64_t events_dropped;
+	/* a synchronous advise_mr waiting for its requests */
+	uint32_t advise_seq;
+	unsigned advise_pending;
+	int advise_err;
+	bool advise_waiting;
+	struct ipc_hdr advise_hdr;	/* the synchronous advise waiting for its reply */
+};
+
+/* A new session on the accepted socket fd (its peer checked with SO_PEERCRED): 0, -EPERM
+ * (not root, the daemon's user or its group), -ENOMEM, or -errno of eventfd. */
+int emu_session_accept(struct emu_daemon *d, int fd);
+/* Destroy its objects, close its fds, cancel its polls; idempotent (see LIFETIME). */
+void emu_session_close(struct emu_session *s);
+/* The live session with NIC client id `id`, or NULL. */
+struct emu_session *emu_session_by_id(struct emu_daemon *d, uint32_t id);
+/* One async event record to the client's event pipe (counted as dropped when full). */
+void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint32_t handle);
+/* Arm a multishot poll on fd that counts towards s's LIFETIME. */
+void emu_session_arm(struct emu_session *s, int fd, struct emu_io *io);
+/* Take the client's userfaultfd and the socket its events are relayed on (notifier.h). */
+void emu_session_set_uffd(struct emu_session *s, int uffd, int relay);
+
+/* The object of s with this handle and type, or NULL. */
+struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type);
+/* A zeroed object with the lowest free handle, or NULL (out of memory or handles). */
+struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type);
+/* Free the handle and the struct (whatever it holds is the caller's: verbs.h destroys). */
+void emu_obj_free(struct emu_obj *o);
+
+#endif

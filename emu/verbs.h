@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * verbs — the handlers of the control ops (verbs.c: HELLO, queries, PD, MR, advise,
+ * channels, CQs, injection; verbs_qp.c: SRQs and QPs; counters.h: COUNTERS). Each checks
+ * its body (exact size, handles of this session, values) and replies exactly once; the
+ * return value is 0 or the error it replied.
+ *
+ * THREADING. The loop thread only.
+ */
+#ifndef ODPEMU_EMU_VERBS_H
+#define ODPEMU_EMU_VERBS_H
+
+#include "ctl.h"
+
+struct emu_obj;
+
+typedef int (*emu_op_fn)(struct emu_req *r);
+
+/* The handler of an ipc op, or NULL for an unknown op. */
+emu_op_fn emu_op_handler(unsigned op);
+
+/* Destroy o and its nic/ object, dropping the refs it holds: 0, -EBUSY (another object
+ * names it), or nic/'s error (o then stays). */
+int emu_obj_destroy(struct emu_obj *o);
+/* emu_obj_destroy's part for SRQs and QPs (verbs_qp.c). */
+int emu_qp_srq_destroy(struct emu_obj *o);
+
+/* verbs_qp.c */
+int emu_op_create_srq(struct emu_req *r);
+int emu_op_modify_srq(struct emu_req *r);
+int emu_op_destroy_srq(struct emu_req *r);
+int emu_op_create_qp(struct emu_req *r);
+int emu_op_modify_qp(struct emu_req *r);
+int emu_op_query_qp(struct emu_req *r);
+int emu_op_destroy_qp(struct emu_req *r);
+
+#endif
