@@ -24,6 +24,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "answers.h"
 #include "counters.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -273,7 +274,7 @@ static int start_fault_thread(struct emu_daemon *d)
 		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
 		return rc;
 	}
-	d->fault_io.fn = emu_fault_answers;
+	d->fault_io.fn = emu_answers_rx;
 	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
 	return 0;
 }
@@ -330,8 +331,8 @@ static bool work_round(struct emu_daemon *d)
 	uint64_t now = emu_now_ns();
 	bool work = emu_rings_drain(d);
 
-	if (d->due && emu_faults_next_due(d) <= now) {
-		emu_faults_deliver(d, now);
+	if (emu_answers_next_due(d) <= now) {
+		emu_answers_deliver(d, now);
 		work = true;
 	}
 	if (nic_next_deadline(d->nic) <= now)
@@ -344,7 +345,7 @@ static bool work_round(struct emu_daemon *d)
 
 static uint64_t next_deadline(struct emu_daemon *d)
 {
-	uint64_t t = nic_next_deadline(d->nic), f = emu_faults_next_due(d);
+	uint64_t t = nic_next_deadline(d->nic), f = emu_answers_next_due(d);
 	uint64_t e = emu_evict_next(d);
 
 	if (f < t)
@@ -422,7 +423,7 @@ void emu_daemon_stop(struct emu_daemon *d)
 			d->closing_sessions);
 	if (d->fault) {
 		emu_fault_stop(d->fault);
-		emu_faults_drain_all(d);
+		emu_answers_drain_all(d);
 		emu_fault_destroy(d->fault);
 	}
 	if (d->udp) {

@@ -9,7 +9,8 @@
  *
  * The modules around it: sessions and their objects (session.h) on the control socket
  * (ctl.h, verbs.h); shared-memory rings (rings.h); nic/'s ports (ports.h); the MMU notifier
- * (notifier.h); eviction (evict.h); counters (counters.h); the log (log.h).
+ * (notifier.h); the fault answers' scheduler (answers.h); eviction (evict.h); counters
+ * (counters.h); the log (log.h).
  */
 #ifndef ODPEMU_EMU_DAEMON_H
 #define ODPEMU_EMU_DAEMON_H
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "answers.h"
 #include "evict.h"
 #include "fault.h"
 #include "inject.h"
@@ -41,7 +43,7 @@ struct emu_daemon {
 	struct nic_gid gid;
 	struct emu_inject inject;
 	struct emu_fault *fault;
-	struct emu_fault_job *due;	/* answered jobs waiting for their injected delay */
+	struct emu_answers answers;	/* answered jobs waiting for their injected delay */
 	int listen_fd, signal_fd, status_fd;
 	struct ipc_status_page *status;
 	char sock_path[256];

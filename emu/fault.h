@@ -8,9 +8,8 @@
  * emu_fault_job and calls emu_fault_submit(). The thread draws the injected failure and
  * delay (inject.h), resolves, fills the answer fields and queues the job for the loop; the
  * eventfd (emu_fault_eventfd) is readable exactly while answers wait. The loop takes them
- * (emu_fault_take) and delivers each at due_ns: answers come out in the order they were
- * resolved, but random delays are not monotonic, so the loop keeps them in a timer heap
- * (with a fixed delay a FIFO is enough).
+ * (emu_fault_take) in the order they were resolved and hands them to its answer queue
+ * (answers.h), which delivers each to nic/ once its due_ns has passed.
  *
  * RESOLUTION. ODP MRs translate by identity (host address == client va; the daemon copies
  * with process_vm_readv/writev), so every answer map has host == va. The client's VMAs come
@@ -69,10 +68,10 @@ struct emu_fault_job {
 	struct iopt_req *req;		/* read only: va, len, need_va, need_len, access, flags
 					 * (never dom or seq) */
 	pid_t pid;			/* the client */
-	int maps_fd;			/* open("/proc/PID/maps", O_RDONLY), kept by the session
-					 * (the PROCMAP_QUERY ioctl or pread from 0 each job; an
-					 * fd, unlike the pid, cannot be reused by another
-					 * process); -1: the thread opens one per job */
+	int maps_fd;			/* open("/proc/PID/maps", O_RDONLY), kept open by the
+					 * caller (the PROCMAP_QUERY ioctl or pread from 0 each
+					 * job), or -1: the thread opens one per job. odpemud
+					 * passes -1 (ports.c); the tests pass their own */
 	int pagemap_fd;			/* open("/proc/PID/pagemap"), read for NO_FAULT jobs only;
 					 * -1: opened per NO_FAULT job */
 	int uffd;			/* the client's userfaultfd, or -1 (see NOTIFIER) */
@@ -89,7 +88,8 @@ struct emu_fault_job {
 	void *owner;
 	uint32_t client;		/* the NIC's client id (session) */
 	bool advise;			/* counted by a synchronous advise_mr */
-	struct emu_fault_job *next;	/* also used by the queues between submit and take */
+	struct emu_fault_job *next;	/* also used by the queues between submit and take, and
+					 * by the loop's answer queue (answers.h) after take */
 };
 
 struct emu_fault;

@@ -7,8 +7,8 @@
  *    new page, as ODP promises); for pinned MRs, whose pages the daemon maps (host
  *    addresses tagged PIN_TAG), a plain memcpy, or process_vm_*v on the daemon itself for
  *    files the client could truncate (PIN_GUARD_TAG: EFAULT instead of SIGBUS);
- *  - fault handler: jobs for the fault thread (fault.c); answers come back on its eventfd
- *    and are delivered to nic/ when their injected delay is over;
+ *  - fault handler: jobs for the fault thread (fault.h); its answers come back through
+ *    the loop's answer queue (answers.h), which delivers them when their delay is over;
  *  - events: the session's async event pipe; CQ notifications: its channel pipe.
  */
 #include <errno.h>
@@ -17,9 +17,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "answers.h"
 #include "daemon.h"
-#include "evict.h"
 #include "fault.h"
 #include "log.h"
 #include "nic.h"
@@ -94,8 +93,7 @@ static void fail_later(struct emu_daemon *d, struct emu_fault_job *j, int err)
 {
 	j->err = err;
 	j->due_ns = emu_now_ns();
-	j->next = d->due;
-	d->due = j;
+	emu_answers_add(&d->answers, j);
 }
 
 static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
@@ -171,128 +169,4 @@ void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
 		.cq_notify = port_cq_notify, .cq_write = port_cq_write };
-}
-
-/* ---- fault answers ---- */
-
-void emu_fault_answers(struct emu_io *io, const struct io_uring_cqe *cqe)
-{
-	struct emu_daemon *d = (struct emu_daemon *)((char *)io - offsetof(struct emu_daemon, fault_io));
-	struct emu_fault_job *jobs[64];
-	unsigned n;
-
-	while ((n = emu_fault_take(d->fault, jobs, 64)))
-		for (unsigned i = 0; i < n; i++) {
-			jobs[i]->next = d->due;
-			d->due = jobs[i];
-		}
-	if (!(cqe->flags & IORING_CQE_F_MORE))
-		emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
-}
-
-uint64_t emu_faults_next_due(const struct emu_daemon *d)
-{
-	uint64_t t = UINT64_MAX;
-
-	for (const struct emu_fault_job *j = d->due; j; j = j->next)
-		if (j->due_ns < t)
-			t = j->due_ns;
-	return t;
-}
-
-static void count_latency(struct emu_daemon *d, uint64_t ns)
-{
-	unsigned b = 0;
-
-	for (uint64_t us = ns / 1000; us > 1 && b < 23; us >>= 1)
-		b++;
-	d->ctr.fault_lat_us[b]++;
-}
-
-/* The last request of a synchronous advise_mr was answered: reply to it. */
-static void advise_answered(struct emu_daemon *d, const struct emu_fault_job *j)
-{
-	struct emu_session *s = emu_session_by_id(d, j->client);
-
-	if (!s || !s->advise_pending)
-		return;
-	if (j->err)
-		s->advise_err = j->err;
-	if (--s->advise_pending || !s->advise_hdr.op)
-		return;
-	emu_ctl_reply(s, &s->advise_hdr, s->advise_err, NULL, 0, NULL, 0);
-	s->advise_hdr.op = 0;
-}
-
-static void deliver(struct emu_daemon *d, struct emu_fault_job *j, uint64_t now)
-{
-	count_latency(d, now - j->enqueued_ns);
-	struct iopt *t = j->req->dom;	/* read before the answer frees the request */
-	int rc;
-
-	if (j->err) {
-		nic_fault_fail(d->nic, j->req, j->err, now);
-	} else if ((rc = nic_fault_complete(d->nic, j->req, j->maps, j->nmaps, now)) == -EINVAL) {
-		j->err = -EFAULT;	/* nic/ failed it: the maps missed the need */
-	} else if (rc == 0) {
-		for (unsigned i = 0; i < j->nmaps; i++)
-			emu_evict_note_fill(d, t, j->maps[i].va, j->maps[i].len);
-	}
-	if (j->advise)
-		advise_answered(d, j);
-	if (j->uffd >= 0)
-		close(j->uffd);
-	free(j);
-}
-
-void emu_faults_deliver(struct emu_daemon *d, uint64_t now)
-{
-	struct emu_fault_job **p = &d->due, *ready = NULL, **tail = &ready;
-
-	/* Unlink the due ones first: delivering may queue new jobs (a raced completion
-	 * goes back to the fault port). Oldest first keeps answers in request order. */
-	while (*p) {
-		struct emu_fault_job *j = *p;
-
-		if (j->due_ns <= now) {
-			*p = j->next;
-			j->next = NULL;
-			*tail = j;
-			tail = &j->next;
-		} else {
-			p = &j->next;
-		}
-	}
-	/* d->due is newest first: reverse, so answers reach nic/ in request order. */
-	for (struct emu_fault_job *prev = NULL, *j = ready; j; ) {
-		struct emu_fault_job *next = j->next;
-
-		j->next = prev;
-		prev = j;
-		ready = j;
-		j = next;
-	}
-	while (ready) {
-		struct emu_fault_job *j = ready;
-
-		ready = j->next;
-		deliver(d, j, now);
-	}
-}
-
-/* At stop: every request the thread answered is delivered now, delay or not, so nic/ can
- * let its lingering MRs go. */
-void emu_faults_drain_all(struct emu_daemon *d)
-{
-	struct emu_fault_job *jobs[64];
-	unsigned n;
-
-	while ((n = emu_fault_take(d->fault, jobs, 64)))
-		for (unsigned i = 0; i < n; i++) {
-			jobs[i]->next = d->due;
-			d->due = jobs[i];
-		}
-	for (struct emu_fault_job *j = d->due; j; j = j->next)
-		j->due_ns = 0;
-	emu_faults_deliver(d, emu_now_ns());
 }

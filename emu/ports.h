@@ -9,10 +9,6 @@
 #ifndef ODPEMU_EMU_PORTS_H
 #define ODPEMU_EMU_PORTS_H
 
-#include <stdint.h>
-
-#include "loop.h"
-
 struct emu_daemon;
 struct nic_ports;
 
@@ -26,12 +22,5 @@ struct nic_ports;
 
 /* Fill p with the daemon's ports (ctx = d), for nic_create. */
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);
-
-/* The fault answers, delivered to nic/ when their injected delay is over. */
-void emu_faults_deliver(struct emu_daemon *d, uint64_t now);
-uint64_t emu_faults_next_due(const struct emu_daemon *d);
-void emu_fault_answers(struct emu_io *io, const struct io_uring_cqe *cqe);
-/* Answer every request still held (at stop). */
-void emu_faults_drain_all(struct emu_daemon *d);
 
 #endif
