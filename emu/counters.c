@@ -126,18 +126,15 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 
 	nic_counters(d->nic, &nc);
 	emu_udp_stats(d->udp, &us);
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (o && o->type == EMU_OBJ_MR) {
-				iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &one);
-				add_iopt(&sum, &one, true);
-			} else if (o && o->type == EMU_OBJ_QP &&
-				   !nic_qp_counters(o->u.qp.qp, &q)) {
-				add_qp(&qsum, &q);
-			}
+	for (struct emu_session *s = d->sessions; s; s = s->next) {
+		emu_for_each_obj(mr, s, EMU_OBJ_MR) {
+			iopt_counters_get(nic_mr_iopt(mr->u.mr.mr), &one);
+			add_iopt(&sum, &one, true);
 		}
+		emu_for_each_obj(qp, s, EMU_OBJ_QP)
+			if (!nic_qp_counters(qp->u.qp.qp, &q))
+				add_qp(&qsum, &q);
+	}
 	put(l, "sessions", d->nsessions);
 	put(l, "pds", nc.pds);
 	put(l, "mrs", nc.mrs);
@@ -224,33 +221,27 @@ void emu_counters_dump(struct emu_daemon *d)
 static struct emu_obj *any_obj(struct emu_daemon *d, enum emu_obj_type type, uint32_t id)
 {
 	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (o && o->type == type && type == EMU_OBJ_QP && nic_qp_num(o->u.qp.qp) == id)
+		emu_for_each_obj(o, s, type)
+			if (type == EMU_OBJ_QP ? nic_qp_num(o->u.qp.qp) == id :
+			    nic_mr_lkey(o->u.mr.mr) == id)
 				return o;
-			if (o && o->type == type && type == EMU_OBJ_MR && nic_mr_lkey(o->u.mr.mr) == id)
-				return o;
-		}
 	return NULL;
 }
 
-/* Every QP and MR of the device: "qp <pid>" = QP number, "mr <pid>" = lkey. */
+/* Every QP and MR of the device: "qp <pid>" = QP number, "mr <pid>" = lkey; per session
+ * its QPs, then its MRs. */
 static void list_objects(struct emu_daemon *d, struct ctr_list *l)
 {
 	char name[IPC_CTR_NAME];
 
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (!o || (o->type != EMU_OBJ_QP && o->type != EMU_OBJ_MR))
-				continue;
-			snprintf(name, sizeof(name), "%s %d", o->type == EMU_OBJ_QP ? "qp" : "mr",
-				 (int)s->pid);
-			put(l, name, o->type == EMU_OBJ_QP ? nic_qp_num(o->u.qp.qp) :
-			    nic_mr_lkey(o->u.mr.mr));
-		}
+	for (struct emu_session *s = d->sessions; s; s = s->next) {
+		snprintf(name, sizeof(name), "qp %d", (int)s->pid);
+		emu_for_each_obj(qp, s, EMU_OBJ_QP)
+			put(l, name, nic_qp_num(qp->u.qp.qp));
+		snprintf(name, sizeof(name), "mr %d", (int)s->pid);
+		emu_for_each_obj(mr, s, EMU_OBJ_MR)
+			put(l, name, nic_mr_lkey(mr->u.mr.mr));
+	}
 }
 
 /* The object a COUNTERS request names: the session's handle, or with IPC_CTR_ANY a QP

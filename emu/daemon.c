@@ -402,10 +402,9 @@ void emu_daemon_stop(struct emu_daemon *d)
 	emu_ctl_unlink(d);
 	if (d->nic) {
 		for (struct emu_session *s = d->sessions; s; s = s->next)
-			for (uint32_t h = 1; h < s->nobjs; h++)
-				if (s->objs[h] && s->objs[h]->type == EMU_OBJ_QP)
-					nic_qp_modify(s->objs[h]->u.qp.qp, &err, ODPEMU_QP_STATE,
-						      emu_now_ns(), NULL);
+			emu_for_each_obj(qp, s, EMU_OBJ_QP)
+				nic_qp_modify(qp->u.qp.qp, &err, ODPEMU_QP_STATE, emu_now_ns(),
+					      NULL);
 		emu_rings_service_cqs(d);
 	}
 	if (d->status)

@@ -28,6 +28,7 @@
 #include "netdev.h"
 #include "nic.h"
 #include "options.h"
+#include "rings.h"
 #include "udp.h"
 
 struct emu_session;
@@ -53,13 +54,15 @@ struct emu_daemon {
 	unsigned closing_sessions;	/* closed, waiting for their polls to end */
 	struct emu_session *last_session;	/* ports.c's lookup cache */
 	bool port_up;
-	bool rx_drained;		/* rings drained since this dispatch began (daemon.c) */
+	bool rx_drained;		/* rings drained since this dispatch began: once per
+					 * dispatch, not per packet (daemon.c) */
 	bool usage_error;		/* start failed on a bad flag value (exit 2) */
 	bool loop_ready;		/* emu_loop_init succeeded */
 	enum nic_fault_policy default_policy;
 	uint64_t evict_last_ns;
 	struct emu_fill fills[EMU_FILLS];
 	unsigned nfills;
+	struct emu_drain_scratch drain;	/* rings.c's, for one send queue at a time */
 	/* counters of the daemon itself (nic/ and udp keep their own) */
 	struct {
 		uint64_t sessions_total, requests, request_errors, ring_bad_wqe;

@@ -28,12 +28,9 @@ void emu_evict_note_fill(struct emu_daemon *d, struct iopt *t, uint64_t va, uint
 static bool live(struct emu_daemon *d, const struct iopt *t)
 {
 	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (o && o->type == EMU_OBJ_MR && !o->u.mr.pin && nic_mr_iopt(o->u.mr.mr) == t)
+		emu_for_each_obj(mr, s, EMU_OBJ_MR)
+			if (!mr->u.mr.pin && nic_mr_iopt(mr->u.mr.mr) == t)
 				return true;
-		}
 	return false;
 }
 

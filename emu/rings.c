@@ -20,8 +20,6 @@
 #include "rings.h"
 #include "session.h"
 
-#define DRAIN_BATCH 32		/* WRs per nic_post_send_list */
-
 int emu_ring_map(struct emu_obj *o, size_t len, int *fd_out)
 {
 	int fd = memfd_create("odpemu-ring", MFD_CLOEXEC);
@@ -74,17 +72,12 @@ static void consume(struct emu_ring *r, uint32_t n)
 
 /* ---- send queues ---- */
 
-struct wr_copy {
-	_Alignas(8) unsigned char slot[IPC_MAX_SLOT];
-	struct nic_sge inl;		/* the inline bytes as nic/ takes them */
-};
-
 _Static_assert(sizeof(struct ipc_sge) == sizeof(struct nic_sge) &&
 	       offsetof(struct ipc_sge, lkey) == offsetof(struct nic_sge, lkey),
 	       "ipc_sge must have nic_sge's layout");
 
 /* Turn a copied slot into a nic WR; false if the client wrote nonsense. */
-static bool swqe_to_wr(struct emu_obj *q, struct wr_copy *c, uint32_t slot_len,
+static bool swqe_to_wr(struct emu_obj *q, struct emu_wr_copy *c, uint32_t slot_len,
 		       struct nic_send_wr *wr)
 {
 	struct ipc_swqe *w = (struct ipc_swqe *)(void *)c->slot;
@@ -138,9 +131,9 @@ static void refuse(struct emu_obj *q, const char *why)
 static bool drain_sq(struct emu_obj *q)
 {
 	struct emu_ring *r = &q->u.qp.sq;
-	static struct wr_copy copies[DRAIN_BATCH];
-	struct nic_send_wr wrs[DRAIN_BATCH];
-	uint32_t n = ring_avail(r), take = n < DRAIN_BATCH ? n : DRAIN_BATCH;
+	struct emu_wr_copy *copies = q->s->d->drain.sq;	/* read by nic/ until it returns */
+	struct nic_send_wr wrs[EMU_DRAIN_BATCH];
+	uint32_t n = ring_avail(r), take = n < EMU_DRAIN_BATCH ? n : EMU_DRAIN_BATCH;
 	unsigned posted = 0;
 	int rc;
 
@@ -191,10 +184,10 @@ static int post_one_recv(struct emu_obj *o, struct ipc_rwqe *w, uint32_t max_sge
 
 static bool drain_rq(struct emu_obj *o, struct emu_ring *r, uint32_t max_sge)
 {
-	static struct wr_copy c;
+	struct emu_wr_copy c;	/* one slot at a time: small enough for the stack */
 	uint32_t n = ring_avail(r), done = 0;
 
-	for (; done < n && done < DRAIN_BATCH; done++) {
+	for (; done < n && done < EMU_DRAIN_BATCH; done++) {
 		int rc;
 
 		memcpy(c.slot, slot_at(r, r->idx), r->slot);
@@ -216,20 +209,15 @@ bool emu_rings_drain(struct emu_daemon *d)
 {
 	bool work = false;
 
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++) {
-			struct emu_obj *o = s->objs[h];
-
-			if (!o)
-				continue;
-			if (o->type == EMU_OBJ_QP) {
-				work |= drain_sq(o);
-				if (!o->u.qp.srq)
-					work |= drain_rq(o, &o->u.qp.rq, o->u.qp.max_recv_sge);
-			} else if (o->type == EMU_OBJ_SRQ) {
-				work |= drain_rq(o, &o->u.srq.ring, o->u.srq.max_sge);
-			}
+	for (struct emu_session *s = d->sessions; s; s = s->next) {
+		emu_for_each_obj(qp, s, EMU_OBJ_QP) {
+			work |= drain_sq(qp);
+			if (!qp->u.qp.srq)
+				work |= drain_rq(qp, &qp->u.qp.rq, qp->u.qp.max_recv_sge);
 		}
+		emu_for_each_obj(srq, s, EMU_OBJ_SRQ)
+			work |= drain_rq(srq, &srq->u.srq.ring, srq->u.srq.max_sge);
+	}
 	return work;
 }
 
@@ -307,7 +295,6 @@ static void service_cq(struct emu_obj *cq)
 void emu_rings_service_cqs(struct emu_daemon *d)
 {
 	for (struct emu_session *s = d->sessions; s; s = s->next)
-		for (uint32_t h = 1; h < s->nobjs; h++)
-			if (s->objs[h] && s->objs[h]->type == EMU_OBJ_CQ)
-				service_cq(s->objs[h]);
+		emu_for_each_obj(cq, s, EMU_OBJ_CQ)
+			service_cq(cq);
 }

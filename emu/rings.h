@@ -16,10 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ipc_ring.h"
+#include "nic.h"
+
 struct emu_daemon;
 struct emu_obj;
-struct ipc_ring;
-struct nic_wc;
 
 /* A ring as the daemon sees it: its own copies of the geometry, never read back. */
 struct emu_ring {
@@ -27,6 +28,23 @@ struct emu_ring {
 	void *base;
 	uint32_t offset, size, slot;
 	uint32_t idx;			/* daemon's index: cons (SQ/RQ/SRQ) or prod (CQ) */
+};
+
+#define EMU_DRAIN_BATCH 32	/* WRs taken from one ring per drain (a send batch is one
+				 * nic_post_send_list: one doorbell, one AckReq) */
+
+/* A work request copied out of its slot before it is checked (the client may write the
+ * slot meanwhile), and its inline bytes as nic/ takes them (an SGE into the copy). */
+struct emu_wr_copy {
+	_Alignas(8) unsigned char slot[IPC_MAX_SLOT];
+	struct nic_sge inl;
+};
+
+/* The daemon's scratch for draining one send queue (in struct emu_daemon: a batch of
+ * copies is 128 KiB, too much for the stack). nic_post_send_list reads the WRs' SGE lists
+ * and inline bytes from it until it returns. */
+struct emu_drain_scratch {
+	struct emu_wr_copy sq[EMU_DRAIN_BATCH];
 };
 
 /* Create the memfd of o's rings (len bytes), map it as o->map; *fd_out for the client.

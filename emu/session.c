@@ -146,6 +146,41 @@ struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj
 	return o && o->type == type ? o : NULL;
 }
 
+/* Link o into its type's list at its handle's place: walked from the end, since a new
+ * handle is most often the highest. */
+static void link_type(struct emu_session *s, struct emu_obj *o)
+{
+	struct emu_obj_list *l = &s->of_type[o->type];
+	struct emu_obj *after = l->last;
+
+	while (after && after->handle > o->handle)
+		after = after->type_prev;
+	o->type_prev = after;
+	o->type_next = after ? after->type_next : l->first;
+	if (o->type_next)
+		o->type_next->type_prev = o;
+	else
+		l->last = o;
+	if (after)
+		after->type_next = o;
+	else
+		l->first = o;
+}
+
+static void unlink_type(struct emu_session *s, struct emu_obj *o)
+{
+	struct emu_obj_list *l = &s->of_type[o->type];
+
+	if (o->type_prev)
+		o->type_prev->type_next = o->type_next;
+	else
+		l->first = o->type_next;
+	if (o->type_next)
+		o->type_next->type_prev = o->type_prev;
+	else
+		l->last = o->type_prev;
+}
+
 struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
 {
 	uint32_t h;
@@ -169,11 +204,13 @@ struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
 	o->handle = h;
 	o->s = s;
 	s->objs[h] = o;
+	link_type(s, o);
 	return o;
 }
 
 void emu_obj_free(struct emu_obj *o)
 {
+	unlink_type(o->s, o);
 	o->s->objs[o->handle] = NULL;
 	free(o);
 }
@@ -201,10 +238,12 @@ static void destroy_all(struct emu_session *s)
 		EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_PD };
 
 	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++)
-		for (uint32_t h = 1; h < s->nobjs; h++)
-			if (s->objs[h] && s->objs[h]->type == order[k] &&
-			    emu_obj_destroy(s->objs[h]))
-				emu_log(EMU_LOG_ERR, "session %u: object %u would not go", s->id, h);
+		for (struct emu_obj *o = s->of_type[order[k]].first, *next; o; o = next) {
+			next = o->type_next;	/* o goes */
+			if (emu_obj_destroy(o))
+				emu_log(EMU_LOG_ERR, "session %u: object %u would not go", s->id,
+					o->handle);
+		}
 }
 
 static void unlink_session(struct emu_session *s)

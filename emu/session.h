@@ -6,6 +6,12 @@
  * simply unknown. When the socket closes (exit or crash) every object is destroyed in
  * dependency order, as the kernel does for a dead process's verbs objects.
  *
+ * OBJECTS. The table finds an object by handle. Everything that wants the objects of one
+ * kind (the rings to drain, the CQs to service, the MRs to sum, the QPs to stop) walks that
+ * type's list, s->of_type[type], with emu_for_each_obj: an object is linked in at
+ * emu_obj_new and out at emu_obj_free, so nothing scans the whole table on the data path.
+ * The lists keep handle order, the order a walk of the table gave.
+ *
  * LIFETIME. emu_session_close() frees the objects and marks the session dead; the struct
  * itself is freed by the final completion of its last armed poll (io_uring hands the
  * struct emu_io pointers back until then).
@@ -34,6 +40,7 @@ struct emu_session;
 
 enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
 	EMU_OBJ_QP };
+#define EMU_OBJ_TYPES (EMU_OBJ_QP + 1)	/* index bound of a per-type array (0 unused) */
 
 /* One object of a session: the nic/ object it stands for, the objects it names (their
  * refs count it), its rings. */
@@ -41,6 +48,7 @@ struct emu_obj {
 	enum emu_obj_type type;
 	uint32_t handle;
 	struct emu_session *s;
+	struct emu_obj *type_prev, *type_next;	/* s->of_type[type], in handle order */
 	unsigned refs;			/* other objects naming this one */
 	void *map;			/* ring memfd mapping (CQ, SRQ, QP) */
 	size_t map_len;
@@ -91,8 +99,11 @@ struct emu_session {
 	uint32_t id;			/* the NIC's client id */
 	bool hello_done, dead;
 	unsigned polls;			/* armed multishot polls */
-	struct emu_obj **objs;		/* index = handle; 0 unused */
+	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
 	uint32_t nobjs;
+	struct emu_obj_list {
+		struct emu_obj *first, *last;
+	} of_type[EMU_OBJ_TYPES];	/* every object, by type (see OBJECTS) */
 	uint64_t events_dropped;
 	/* a synchronous advise_mr waiting for its requests */
 	uint32_t advise_seq;
@@ -122,5 +133,10 @@ struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj
 struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type);
 /* Free the handle and the struct (whatever it holds is the caller's: verbs.h destroys). */
 void emu_obj_free(struct emu_obj *o);
+
+/* Each object of one type of session s, in handle order; the loop declares o. The body
+ * must not free o (to destroy while walking, keep o->type_next first). */
+#define emu_for_each_obj(o, s, type) \
+	for (struct emu_obj *o = (s)->of_type[type].first; o; o = o->type_next)
 
 #endif

@@ -343,10 +343,9 @@ static int op_reg_mr(struct emu_req *r)
 /* The MR of this session whose lkey is `lkey`. */
 static struct emu_obj *mr_by_lkey(struct emu_session *s, uint32_t lkey)
 {
-	for (uint32_t h = 1; h < s->nobjs; h++)
-		if (s->objs[h] && s->objs[h]->type == EMU_OBJ_MR &&
-		    nic_mr_lkey(s->objs[h]->u.mr.mr) == lkey)
-			return s->objs[h];
+	emu_for_each_obj(mr, s, EMU_OBJ_MR)
+		if (nic_mr_lkey(mr->u.mr.mr) == lkey)
+			return mr;
 	return NULL;
 }
 
