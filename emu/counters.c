@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "counters.h"
@@ -208,13 +209,17 @@ static void mr_counters(struct emu_obj *o, struct ctr_list *l)
 /* SIGUSR1: the device counters into the log, one "name value" per line. */
 void emu_counters_dump(struct emu_daemon *d)
 {
-	static struct ctr_list l;
+	struct ctr_list *l = calloc(1, sizeof(*l));
 
-	l.n = 0;
-	dev_counters(d, &l);
-	emu_log(EMU_LOG_INFO, "counters of %s (%u):", d->opt.name, l.n);
-	for (unsigned i = 0; i < l.n; i++)
-		emu_log(EMU_LOG_INFO, "  %-28s %llu", l.c[i].name, (unsigned long long)l.c[i].value);
+	if (!l) {
+		emu_log(EMU_LOG_WARN, "counters of %s: no memory to list them", d->opt.name);
+		return;
+	}
+	dev_counters(d, l);
+	emu_log(EMU_LOG_INFO, "counters of %s (%u):", d->opt.name, l->n);
+	for (unsigned i = 0; i < l->n; i++)
+		emu_log(EMU_LOG_INFO, "  %-28s %llu", l->c[i].name, (unsigned long long)l->c[i].value);
+	free(l);
 }
 
 /* The QP with this number, or the MR with this lkey, of any session. */
@@ -254,38 +259,57 @@ static struct emu_obj *named(struct emu_req *r, const struct ipc_counters_req *q
 	return emu_obj_get(r->s, q->id, type);
 }
 
-int emu_op_counters(struct emu_req *r)
+/* Fill l with what q asks for; false: no such scope or object. */
+static bool collect(struct emu_req *r, const struct ipc_counters_req *q, struct ctr_list *l)
 {
-	const struct ipc_counters_req *q = r->body;
-	static struct ctr_list l;
+	struct emu_obj *o;
+
+	switch (q->scope) {
+	case IPC_CTR_DEV: dev_counters(r->s->d, l); return true;
+	case IPC_CTR_QP: return (o = named(r, q, EMU_OBJ_QP)) && (qp_counters(o, l), true);
+	case IPC_CTR_MR: return (o = named(r, q, EMU_OBJ_MR)) && (mr_counters(o, l), true);
+	case IPC_CTR_LIST: list_objects(r->s->d, l); return true;
+	default: return false;
+	}
+}
+
+/* Reply with the slice of l from q->start, as many as one message holds. */
+static int reply_slice(struct emu_req *r, const struct ipc_counters_req *q,
+		       const struct ctr_list *l)
+{
 	_Alignas(8) char buf[IPC_MAX_MSG];
 	struct ipc_counters_rep *rep = (struct ipc_counters_rep *)(void *)buf;
-	struct emu_obj *o = NULL;
 	unsigned n;
 
-	if (r->len != sizeof(*q))
-		return emu_reply_err(r, -EBADMSG, "COUNTERS body of %zu bytes", r->len);
-	l.n = 0;
-	if (q->flags & ~IPC_CTR_ANY)
-		return emu_reply_err(r, -EINVAL, "counters: unknown flags %#x", q->flags);
-	if (q->scope == IPC_CTR_DEV)
-		dev_counters(r->s->d, &l);
-	else if (q->scope == IPC_CTR_QP && (o = named(r, q, EMU_OBJ_QP)))
-		qp_counters(o, &l);
-	else if (q->scope == IPC_CTR_MR && (o = named(r, q, EMU_OBJ_MR)))
-		mr_counters(o, &l);
-	else if (q->scope == IPC_CTR_LIST)
-		list_objects(r->s->d, &l);
-	else
-		return emu_reply_err(r, -ENOENT, "counters: no such scope %u / object %u in this "
-				     "session", q->scope, q->id);
-	if (q->start > l.n)
-		return emu_reply_err(r, -EINVAL, "counters: start %u past %u", q->start, l.n);
-	n = l.n - q->start;
+	if (q->start > l->n)
+		return emu_reply_err(r, -EINVAL, "counters: start %u past %u", q->start, l->n);
+	n = l->n - q->start;
 	if (n > IPC_MAX_COUNTERS)
 		n = IPC_MAX_COUNTERS;
 	rep->n = n;
-	rep->more = q->start + n < l.n;
-	memcpy(rep->c, l.c + q->start, n * sizeof(rep->c[0]));
+	rep->more = q->start + n < l->n;
+	memcpy(rep->c, l->c + q->start, n * sizeof(rep->c[0]));
 	return emu_ctl_reply(r->s, r->hdr, 0, rep, sizeof(*rep) + n * sizeof(rep->c[0]), NULL, 0);
+}
+
+int emu_op_counters(struct emu_req *r)
+{
+	const struct ipc_counters_req *q = r->body;
+	struct ctr_list *l;
+	int rc;
+
+	if (r->len != sizeof(*q))
+		return emu_reply_err(r, -EBADMSG, "COUNTERS body of %zu bytes", r->len);
+	if (q->flags & ~IPC_CTR_ANY)
+		return emu_reply_err(r, -EINVAL, "counters: unknown flags %#x", q->flags);
+	l = calloc(1, sizeof(*l));	/* ~200 KiB: a control request, not the data path */
+	if (!l)
+		return emu_reply_err(r, -ENOMEM, "counters: no memory for the list");
+	if (collect(r, q, l))
+		rc = reply_slice(r, q, l);
+	else
+		rc = emu_reply_err(r, -ENOENT, "counters: no such scope %u / object %u in this "
+				   "session", q->scope, q->id);
+	free(l);
+	return rc;
 }
