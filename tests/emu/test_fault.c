@@ -386,7 +386,7 @@ static void test_parse_line(void)
 	line_ok("7f00-7f01 r--p 00000000 08:01 131 [vvar]x", 0x7f00, 0x7f01, EMU_VMA_R, false);
 	line_ok("7fffffffe000-7ffffffff000 rw-p 00000000 00:00 0 [stack]",
 		0x7fffffffe000, 0x7ffffffff000, EMU_VMA_R | EMU_VMA_W, false);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < T_ARRAY_SIZE(bad); i++)
 		T_CHECK(emu_maps_parse_line(bad[i], strlen(bad[i]), &v) == -EINVAL,
 			"bad line '%s' parsed", bad[i]);
 	/* A line cut short inside its path, as the reader hands over a 10 KB line. */

@@ -90,7 +90,7 @@ static void test_delay_parse(void)
 		"normal:100", "normal:100,", "normal:100,-1", "normal:1,2,3", "normal:-1,2",
 		"Exp:5", "exp :5", "fixed:5", "5:", NULL,
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (size_t i = 0; i < T_ARRAY_SIZE(bad); i++)
 		delay_bad(bad[i]);
 }
 
@@ -148,10 +148,10 @@ static void test_prob(uint64_t seed)
 	double p;
 	int hits = 0;
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+	for (size_t i = 0; i < T_ARRAY_SIZE(good); i++)
 		T_CHECK(!emu_prob_parse(good[i], &p, msg, sizeof(msg)) && p == want[i],
 			"prob %s", good[i]);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < T_ARRAY_SIZE(bad); i++) {
 		msg[0] = '\0';
 		T_EQ(emu_prob_parse(bad[i], &p, msg, sizeof(msg)), -EINVAL, "bad prob");
 		T_CHECK(strstr(msg, "fail rate") && strstr(msg, "0 to 1"), "message '%s'", msg);
@@ -173,10 +173,10 @@ static void test_rate_parse(void)
 	char msg[256];
 	double v;
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+	for (size_t i = 0; i < T_ARRAY_SIZE(good); i++)
 		T_CHECK(!emu_rate_parse(good[i], &v, msg, sizeof(msg)) && v == want[i],
 			"rate %s", good[i]);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	for (size_t i = 0; i < T_ARRAY_SIZE(bad); i++) {
 		msg[0] = '\0';
 		T_EQ(emu_rate_parse(bad[i], &v, msg, sizeof(msg)), -EINVAL, "bad rate");
 		T_CHECK(strstr(msg, "evict rate") && strstr(msg, "per second"), "message '%s'", msg);

@@ -11,6 +11,9 @@
 
 #define T_SKIP 77
 
+/* The number of elements of an array (an array, not a pointer to one). */
+#define T_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 extern unsigned long t_failures;
 extern unsigned long t_checks;
 

@@ -81,7 +81,7 @@ static void test_required_sets(void)
 		{ ODPEMU_QPT_RC, S(SQD), S(RTS), 0 },
 	};
 
-	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+	for (unsigned i = 0; i < T_ARRAY_SIZE(want); i++) {
 		unsigned req = ~0u, opt;
 		nic_qp_transition_masks(want[i].type, want[i].from, want[i].to, &req, &opt);
 		T_CHECK(req == want[i].req, "%s %s -> %s requires 0x%x, want 0x%x",
@@ -104,7 +104,7 @@ static void test_transition_set(void)
 			for (int to = 0; to < ODPEMU_QPS_COUNT; to++) {
 				bool want = to == S(RESET) || to == S(ERR);
 				unsigned req, opt;
-				for (unsigned v = 0; v < sizeof(valid) / sizeof(valid[0]); v++)
+				for (unsigned v = 0; v < T_ARRAY_SIZE(valid); v++)
 					if (valid[v].from == (enum odpemu_qp_state)from && valid[v].to == (enum odpemu_qp_state)to)
 						want = types[t] != ODPEMU_QPT_RC || valid[v].rc;
 				int rc = nic_qp_transition_masks(types[t], from, to, &req, &opt);

@@ -61,7 +61,7 @@ static void test_send_sizes(void)
 	struct bufs x;
 
 	bufs_new(p, &x, RW, RW);
-	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+	for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++) {
 		struct nic_sge s = sge_of(x.a, sizes[i], x.ma);
 		struct nic_send_wr wr = { .wr_id = i, .opcode = ODPEMU_WR_SEND,
 			.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
@@ -868,7 +868,7 @@ static const struct rc_case {
 	{ "cq-notify", test_cq_notify },
 	{ "responder-errors", test_responder_errors },
 };
-#define NCASES (sizeof(cases) / sizeof(cases[0]))
+#define NCASES T_ARRAY_SIZE(cases)
 
 /* --check NAME...: exactly the table's names, each once (the meson list is complete). */
 static int check_list(int n, char **names)

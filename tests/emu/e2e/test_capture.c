@@ -332,7 +332,7 @@ static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 	a.mr = reg(p.s[0].pd, a.buf, odp);
 	b.mr = reg(p.s[1].pd, b.buf, odp);
 	if (a.mr && b.mr) {
-		for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++)
 			h_data_ops(&p, &a, &b, sizes[i], tag, &rng);
 		h_atomic_ops(&p, &a, &b, tag);
 	}
@@ -422,7 +422,7 @@ static bool decode_capture(struct h_env *e, const char *file, struct decode *d)
 	argv[n++] = file;
 	argv[n++] = "--disable-protocol";	/* else SEND payloads can parse as RPC-over-RDMA */
 	argv[n++] = "rpcordma";
-	for (unsigned i = 0; i < sizeof(payload_heuristics) / sizeof(payload_heuristics[0]); i++) {
+	for (unsigned i = 0; i < T_ARRAY_SIZE(payload_heuristics); i++) {
 		argv[n++] = "--disable-heuristic";
 		argv[n++] = payload_heuristics[i];
 	}
@@ -432,7 +432,7 @@ static bool decode_capture(struct h_env *e, const char *file, struct decode *d)
 	argv[n++] = "fields";
 	argv[n++] = "-E";
 	argv[n++] = "occurrence=a";
-	for (unsigned i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+	for (unsigned i = 0; i < T_ARRAY_SIZE(fields); i++) {
 		argv[n++] = "-e";
 		argv[n++] = fields[i];
 	}
@@ -457,7 +457,7 @@ static const char *python_with_scapy(void)
 {
 	static const char *const cands[] = { "", "python3", "/usr/bin/python3" };
 
-	for (unsigned i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+	for (unsigned i = 0; i < T_ARRAY_SIZE(cands); i++) {
 		const char *py = i ? cands[i] : getenv("PYTHON");
 		const char *argv[] = { py, "-c", "import scapy.contrib.roce", NULL };
 

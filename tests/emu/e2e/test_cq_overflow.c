@@ -98,7 +98,7 @@ int main(void)
 	static const int sizes[] = { 1, 5, 64, 100 };
 
 	h_up(&env, NULL, NULL, 180);
-	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+	for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++)
 		one_size(sizes[i]);
 	T_EQ(h_down(&env), 0, "daemons exited cleanly");
 	return t_done("e2e-cq-overflow");

@@ -89,8 +89,8 @@ int main(int argc, char **argv)
 	ctx[0] = h_open(&e, 0);
 	ctx[1] = h_open(&e, 1);
 	for (enum kind k = PINNED; k <= IMPLICIT; k++) {
-		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_STALL, all, sizeof(all) / sizeof(all[0]));
-		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_RNR, few, sizeof(few) / sizeof(few[0]));
+		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_STALL, all, T_ARRAY_SIZE(all));
+		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_RNR, few, T_ARRAY_SIZE(few));
 	}
 	odpemu_close_device(ctx[0]);
 	odpemu_close_device(ctx[1]);
