@@ -100,17 +100,14 @@ static void connect_rc(struct pair *p, const struct pair_qp_opts *o)
 			.qp_access_flags = o->access };
 		const char *why = NULL;
 
-		T_EQ(nic_qp_modify(s->qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX |
-			ODPEMU_QP_PORT | ODPEMU_QP_ACCESS_FLAGS, 0, &why), 0, "rc INIT");
+		T_EQ(nic_qp_modify(s->qp, &a, PAIR_RC_INIT_MASK, 0, &why), 0, "rc INIT");
 		a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTR, .path_mtu = o->mtu,
 			.dest_qp_num = nic_qp_num(peer->qp), .rq_psn = 100 + (uint32_t)i,
 			.max_dest_rd_atomic = 16, .min_rnr_timer = o->min_rnr_timer };
 		memcpy(a.ah_attr.dgid, peer->gid.raw, 16);
 		a.ah_attr.is_global = 1;
 		a.ah_attr.port_num = 1;
-		T_EQ(nic_qp_modify(s->qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU |
-			ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN | ODPEMU_QP_MAX_DEST_RD_ATOMIC |
-			ODPEMU_QP_MIN_RNR_TIMER, 0, &why), 0, why ? why : "rc RTR");
+		T_EQ(nic_qp_modify(s->qp, &a, PAIR_RC_RTR_MASK, 0, &why), 0, why ? why : "rc RTR");
 	}
 	for (int i = 0; i < 2; i++) {
 		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_RTS, .sq_psn = 100 + (uint32_t)!i,
@@ -118,28 +115,24 @@ static void connect_rc(struct pair *p, const struct pair_qp_opts *o)
 			.max_rd_atomic = 16 };
 		const char *why = NULL;
 
-		T_EQ(nic_qp_modify(p->s[i].qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN |
-			ODPEMU_QP_TIMEOUT | ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY |
-			ODPEMU_QP_MAX_QP_RD_ATOMIC, 0, &why), 0, why ? why : "rc RTS");
+		T_EQ(nic_qp_modify(p->s[i].qp, &a, PAIR_RC_RTS_MASK, 0, &why), 0,
+		     why ? why : "rc RTS");
 	}
 }
 
-static void connect_ud(struct pair *p)
+void pair_ud_up(struct nic_qp *ud, uint32_t qkey, uint32_t sq_psn)
 {
-	for (int i = 0; i < 2; i++) {
-		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
-			.qkey = 0x1234 };
-		const char *why = NULL;
+	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1, .qkey = qkey };
+	const char *why = NULL;
 
-		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX |
-			ODPEMU_QP_PORT | ODPEMU_QP_QKEY, 0, &why), 0, "ud INIT");
-		a.qp_state = ODPEMU_QPS_RTR;
-		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE, 0, &why), 0, "ud RTR");
-		a.qp_state = ODPEMU_QPS_RTS;
-		a.sq_psn = 7;
-		T_EQ(nic_qp_modify(p->s[i].ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN, 0, &why), 0,
-		     "ud RTS");
-	}
+	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT |
+		ODPEMU_QP_QKEY, 0, &why), 0, why ? why : "ud INIT");
+	a.qp_state = ODPEMU_QPS_RTR;
+	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE, 0, &why), 0, why ? why : "ud RTR");
+	a.qp_state = ODPEMU_QPS_RTS;
+	a.sq_psn = sq_psn;
+	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN, 0, &why), 0,
+	     why ? why : "ud RTS");
 }
 
 static void make_side(struct pair *p, int i, const struct pair_qp_opts *o)
@@ -191,7 +184,8 @@ struct pair *pair_new(const struct pair_qp_opts *opts)
 	for (int i = 0; i < 2; i++)
 		make_side(p, i, &o);
 	connect_rc(p, &o);
-	connect_ud(p);
+	for (int i = 0; i < 2; i++)
+		pair_ud_up(p->s[i].ud, 0x1234, 7);
 	return p;
 }
 
@@ -334,4 +328,54 @@ void pair_inject(struct pair *p, int to, struct roce_hdr *h, const void *payload
 	memcpy(&f.daddr, p->s[to].gid.raw + 12, 4);
 	roce_icrc4_seal(&f, pkt, (size_t)n);
 	nic_rx(p->s[to].nic, pkt, (size_t)n, &from->gid, p->now);
+}
+
+void pair_settle(struct pair *p)
+{
+	pair_run(p, p->settle_ns ? p->settle_ns : PAIR_SETTLE_NS);
+}
+
+void pair_bufs_new(struct pair *p, struct pair_bufs *x, size_t len, unsigned acc_a,
+		   unsigned acc_b, struct t_rng *fill)
+{
+	x->a = aligned_alloc(4096, len);
+	x->b = aligned_alloc(4096, len);
+	if (fill)
+		t_fill(fill, x->a, len);
+	else
+		memset(x->a, 0x77, len);
+	memset(x->b, 0, len);
+	x->ma = acc_a == PAIR_NO_MR ? NULL : pair_mr(p, 0, x->a, len, acc_a);
+	x->mb = acc_b == PAIR_NO_MR ? NULL : pair_mr(p, 1, x->b, len, acc_b);
+}
+
+void pair_bufs_free(struct pair_bufs *x)
+{
+	if (x->ma)
+		T_EQ(nic_mr_dereg(x->ma), 0, "dereg a");
+	if (x->mb)
+		T_EQ(nic_mr_dereg(x->mb), 0, "dereg b");
+	free(x->a);
+	free(x->b);
+}
+
+struct nic_sge pair_sge(void *buf, uint32_t len, struct nic_mr *mr)
+{
+	return (struct nic_sge){ (uint64_t)(uintptr_t)buf, len, nic_mr_lkey(mr) };
+}
+
+struct nic_wc pair_wc(struct pair *p, int i, bool send, const char *what)
+{
+	struct nic_wc wc = { .status = ODPEMU_WC_GENERAL_ERR };
+
+	T_CHECK(pair_poll(p, i, send, &wc), "%s: no completion", what);
+	return wc;
+}
+
+struct nic_wc pair_send_wc(struct pair *p, int i, const struct nic_send_wr *wr,
+			   const char *what)
+{
+	T_EQ(pair_post_send(p, i, wr), 0, what);
+	pair_settle(p);
+	return pair_wc(p, i, true, what);
 }

@@ -5,6 +5,11 @@
  * this process's memory (host address = pointer), a fault handler that answers from a
  * queue when pair_run() turns (optionally failing), virtual time that jumps to the next
  * deadline when nothing else is pending. One RC QP pair and one UD QP pair are connected.
+ *
+ * Below pair_new's bench are the frames the focused tests repeat: a registered buffer on
+ * each side (pair_bufs), a scatter entry (pair_sge), run until quiet (pair_settle), one
+ * completion taken with a check (pair_wc), one WR posted and its completion awaited
+ * (pair_send_wc), a UD QP brought to RTS (pair_ud_up).
  */
 #ifndef ODPEMU_TESTS_NIC_PAIR_H
 #define ODPEMU_TESTS_NIC_PAIR_H
@@ -13,6 +18,7 @@
 #include <stdint.h>
 
 #include "nic.h"
+#include "t.h"
 
 #define PAIR_PKTQ 4096
 #define PAIR_FAULTQ 256
@@ -55,6 +61,7 @@ struct pair {
 	bool eager_faults;	/* answer faults before the next packet (default: once the
 				 * wire is empty, i.e. after every packet in flight) */
 	uint64_t fault_latency_ns;
+	uint64_t settle_ns;	/* how long pair_settle runs (0: PAIR_SETTLE_NS) */
 	uint64_t faults_answered;
 };
 
@@ -87,5 +94,48 @@ int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, un
 struct roce_hdr;
 /* Deliver a request crafted by the test to side to's RC QP, from side !to's address. */
 void pair_inject(struct pair *p, int to, struct roce_hdr *h, const void *payload, uint32_t len);
+
+/* Required attributes of the RC bring-up (IBA table 91), as connect_rc and tests use them. */
+#define PAIR_RC_INIT_MASK (ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT | \
+			   ODPEMU_QP_ACCESS_FLAGS)
+#define PAIR_RC_RTR_MASK (ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU | \
+			  ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN | ODPEMU_QP_MAX_DEST_RD_ATOMIC | \
+			  ODPEMU_QP_MIN_RNR_TIMER)
+#define PAIR_RC_RTS_MASK (ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN | ODPEMU_QP_TIMEOUT | \
+			  ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY | ODPEMU_QP_MAX_QP_RD_ATOMIC)
+
+/* ---- the frames tests repeat ---- */
+
+/* 1 s of virtual time: what a focused test gives an exchange to end in. */
+#define PAIR_SETTLE_NS 1000000000ull
+
+/* pair_run for p->settle_ns (PAIR_SETTLE_NS unless a test needs longer). */
+void pair_settle(struct pair *p);
+
+/* One buffer on each side, registered: a on side 0, b on side 1, len bytes each,
+ * page-aligned. a is filled from fill (0x77 bytes when fill is NULL), b is zeroed. An
+ * access of PAIR_NO_MR leaves that side's buffer unregistered (its mr NULL). */
+struct pair_bufs {
+	uint8_t *a, *b;
+	struct nic_mr *ma, *mb;
+};
+#define PAIR_NO_MR (~0u)
+void pair_bufs_new(struct pair *p, struct pair_bufs *x, size_t len, unsigned acc_a,
+		   unsigned acc_b, struct t_rng *fill);
+/* Deregister (checked) the MRs still set, free both buffers. */
+void pair_bufs_free(struct pair_bufs *x);
+
+/* A scatter/gather entry of len bytes at buf in mr. */
+struct nic_sge pair_sge(void *buf, uint32_t len, struct nic_mr *mr);
+/* One completion from side i's send (send=true) or receive CQ; a failed check "what: no
+ * completion" (and status GENERAL_ERR) when there is none. */
+struct nic_wc pair_wc(struct pair *p, int i, bool send, const char *what);
+/* Post wr on side i's RC QP (checked), pair_settle, and take one send completion of side
+ * i (pair_wc): the frame of a one-WR exchange. The caller checks its status. */
+struct nic_wc pair_send_wc(struct pair *p, int i, const struct nic_send_wr *wr,
+			   const char *what);
+
+/* A UD QP through INIT (with qkey), RTR and RTS (with sq_psn), each step checked. */
+void pair_ud_up(struct nic_qp *ud, uint32_t qkey, uint32_t sq_psn);
 
 #endif

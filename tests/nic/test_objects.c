@@ -13,8 +13,6 @@
 	    ODPEMU_ACCESS_REMOTE_ATOMIC)
 #define BUF (256 * 1024)
 
-static uint8_t *bufa, *bufb;
-
 static struct nic_send_wr wr_of(enum odpemu_wr_opcode op, struct nic_sge *s, void *dst,
 				struct nic_mr *mr, uint64_t id)
 {
@@ -23,23 +21,19 @@ static struct nic_send_wr wr_of(enum odpemu_wr_opcode op, struct nic_sge *s, voi
 		.rkey = mr ? nic_mr_rkey(mr) : 0 };
 }
 
-static struct nic_sge sge(void *buf, uint32_t len, struct nic_mr *mr)
-{
-	return (struct nic_sge){ (uint64_t)(uintptr_t)buf, len, nic_mr_lkey(mr) };
-}
-
 /* A QP of side 1 on an SRQ, connected to a new QP of side 0. */
 static void test_srq(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct nic_mr *ma = pair_mr(p, 0, bufa, BUF, RW), *mb = pair_mr(p, 1, bufb, BUF, RW);
 	struct nic_srq *srq;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
+	pair_bufs_new(p, &x, BUF, RW, RW, NULL);
 	T_EQ(nic_srq_create(p->s[1].pd, 8, 1, &srq), 0, "srq create");
 	T_EQ(nic_srq_create(p->s[1].pd, 0, 1, &srq) == -EINVAL, 1, "srq of 0 WRs refused");
 	for (unsigned i = 0; i < 4; i++) {
-		struct nic_sge s = sge(bufb + i * 4096, 4096, mb);
+		struct nic_sge s = pair_sge(x.b + i * 4096, 4096, x.mb);
 		struct nic_recv_wr r = { i, &s, 1 };
 
 		T_EQ(nic_srq_post_recv(srq, &r, 0), 0, "srq post");
@@ -57,42 +51,32 @@ static void test_srq(void)
 	T_EQ(nic_qp_query(old, &a), 0, "query");
 	struct nic_qp_attr i1 = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
 		.qp_access_flags = ODPEMU_ACCESS_REMOTE_WRITE };
-	T_EQ(nic_qp_modify(q, &i1, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT |
-		ODPEMU_QP_ACCESS_FLAGS, 0, NULL), 0, "init");
+	T_EQ(nic_qp_modify(q, &i1, PAIR_RC_INIT_MASK, 0, NULL), 0, "init");
 	a.qp_state = ODPEMU_QPS_RTR;
 	a.rq_psn = 100;		/* side 0 will send from PSN 100 */
-	T_EQ(nic_qp_modify(q, &a, ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU |
-		ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN | ODPEMU_QP_MAX_DEST_RD_ATOMIC |
-		ODPEMU_QP_MIN_RNR_TIMER, 0, NULL), 0, "rtr");
+	T_EQ(nic_qp_modify(q, &a, PAIR_RC_RTR_MASK, 0, NULL), 0, "rtr");
 	p->s[1].qp = q;
 	/* Point side 0's QP at the new one: RESET and reconnect it. */
 	struct nic_qp_attr r0 = { .qp_state = ODPEMU_QPS_RESET };
 	T_EQ(nic_qp_modify(p->s[0].qp, &r0, ODPEMU_QP_STATE, 0, NULL), 0, "reset side 0");
 	T_EQ(nic_qp_query(p->s[0].qp, &a), 0, "query 0");
-	T_EQ(nic_qp_modify(p->s[0].qp, &i1, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX |
-		ODPEMU_QP_PORT | ODPEMU_QP_ACCESS_FLAGS, 0, NULL), 0, "init 0");
+	T_EQ(nic_qp_modify(p->s[0].qp, &i1, PAIR_RC_INIT_MASK, 0, NULL), 0, "init 0");
 	a.qp_state = ODPEMU_QPS_RTR;
 	a.dest_qp_num = nic_qp_num(q);
 	a.rq_psn = 100;
-	T_EQ(nic_qp_modify(p->s[0].qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU |
-		ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN | ODPEMU_QP_MAX_DEST_RD_ATOMIC |
-		ODPEMU_QP_MIN_RNR_TIMER, 0, NULL), 0, "rtr 0");
+	T_EQ(nic_qp_modify(p->s[0].qp, &a, PAIR_RC_RTR_MASK, 0, NULL), 0, "rtr 0");
 	a.qp_state = ODPEMU_QPS_RTS;
 	a.sq_psn = 100;
-	T_EQ(nic_qp_modify(p->s[0].qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN | ODPEMU_QP_TIMEOUT |
-		ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY | ODPEMU_QP_MAX_QP_RD_ATOMIC, 0, NULL),
-		0, "rts 0");
+	T_EQ(nic_qp_modify(p->s[0].qp, &a, PAIR_RC_RTS_MASK, 0, NULL), 0, "rts 0");
 	a.sq_psn = 100;
-	T_EQ(nic_qp_modify(q, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN | ODPEMU_QP_TIMEOUT |
-		ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY | ODPEMU_QP_MAX_QP_RD_ATOMIC, 0, NULL),
-		0, "rts 1");
+	T_EQ(nic_qp_modify(q, &a, PAIR_RC_RTS_MASK, 0, NULL), 0, "rts 1");
 	for (unsigned i = 0; i < 2; i++) {
-		struct nic_sge s = sge(bufa, 100, ma);
+		struct nic_sge s = pair_sge(x.a, 100, x.ma);
 		struct nic_send_wr w = wr_of(ODPEMU_WR_SEND, &s, NULL, NULL, i);
 
 		T_EQ(pair_post_send(p, 0, &w), 0, "send to srq qp");
 	}
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_CHECK(pair_poll(p, 1, false, &wc) && wc.status == ODPEMU_WC_SUCCESS, "srq recv 1");
 	T_EQ(wc.wr_id, 0, "first srq wqe");
 	T_CHECK(pair_poll(p, 1, false, &wc) && wc.status == ODPEMU_WC_SUCCESS, "srq recv 2");
@@ -103,21 +87,20 @@ static void test_srq(void)
 	T_EQ(nic_qp_destroy(q), 0, "destroy the SRQ's QP");
 	T_EQ(nic_srq_destroy(srq), 0, "srq destroy (after its QP)");
 	p->s[1].qp = old;
-	T_EQ(nic_mr_dereg(ma), 0, "dereg");
-	T_EQ(nic_mr_dereg(mb), 0, "dereg");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_cq_overflow(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct nic_mr *ma = pair_mr(p, 0, bufa, BUF, RW), *mb = pair_mr(p, 1, bufb, BUF, RW);
 	struct nic_cq *small;
+	struct pair_bufs x;
 	struct nic_wc wc[8];
 
-	(void)mb;
+	pair_bufs_new(p, &x, BUF, RW, RW, NULL);
 	T_EQ(nic_cq_create(p->s[0].nic, 0, &small), -EINVAL, "cq of 0");
-	struct nic_sge s = sge(bufa, 10, ma);
+	struct nic_sge s = pair_sge(x.a, 10, x.ma);
 	struct nic_send_wr w;
 
 	/* Overflow: a 4-entry CQ takes 5 completions -> CQ_ERR. */
@@ -128,55 +111,49 @@ static void test_cq_overflow(void)
 
 	T_EQ(nic_qp_create(p->s[0].pd, &qi, &ud), 0, "ud on small cq");
 	T_EQ(nic_cq_destroy(small), -EBUSY, "cq in use");
-	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1, .qkey = 1 };
-	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT |
-		ODPEMU_QP_QKEY, 0, NULL), 0, "ud init");
-	a.qp_state = ODPEMU_QPS_RTR;
-	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE, 0, NULL), 0, "ud rtr");
-	a.qp_state = ODPEMU_QPS_RTS;
-	T_EQ(nic_qp_modify(ud, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN, 0, NULL), 0, "ud rts");
+	pair_ud_up(ud, 1, 0);
 	w = wr_of(ODPEMU_WR_SEND, &s, NULL, NULL, 9);
 	w.ud_dgid = p->s[1].gid;
 	w.remote_qpn = nic_qp_num(p->s[1].ud);
 	w.remote_qkey = 0x1234;
 	for (int i = 0; i < 5; i++)
 		T_EQ(nic_post_send(ud, &w, 0), 0, "ud send");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_EQ(p->s[0].events[ODPEMU_EVENT_CQ_ERR], 1, "CQ_ERR on overflow");
 	T_EQ(nic_cq_poll(small, wc, 8), -EIO, "overflowed CQ refuses polls");
 	T_EQ(nic_qp_destroy(ud), 0, "destroy ud");
 	T_EQ(nic_cq_destroy(small), 0, "destroy small cq");
-	T_EQ(nic_mr_dereg(ma), 0, "dereg");
-	T_EQ(nic_mr_dereg(mb), 0, "dereg");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_sqd_and_reconnect(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct nic_mr *ma = pair_mr(p, 0, bufa, BUF, RW), *mb = pair_mr(p, 1, bufb, BUF, RW);
-	struct nic_sge s = sge(bufa, 3000, ma);
-	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, bufb, mb, 1);
 	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_SQD, .en_sqd_async_notify = 1 };
+	struct pair_bufs x;
 	struct nic_wc wc;
 	const char *why = NULL;
+
+	pair_bufs_new(p, &x, BUF, RW, RW, NULL);
+	struct nic_sge s = pair_sge(x.a, 3000, x.ma);
+	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, x.b, x.mb, 1);
 
 	T_EQ(nic_qp_modify(p->s[0].qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_EN_SQD_ASYNC_NOTIFY, 0,
 			   &why), 0, why ? why : "RTS->SQD");
 	T_EQ(pair_post_send(p, 0, &w), 0, "post in SQD");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_CHECK(!pair_poll(p, 0, true, &wc), "SQD starts nothing new");
 	T_EQ(p->s[0].events[ODPEMU_EVENT_SQ_DRAINED], 1, "SQ_DRAINED");
 	a.qp_state = ODPEMU_QPS_RTS;
 	T_EQ(nic_qp_modify(p->s[0].qp, &a, ODPEMU_QP_STATE, 0, &why), 0, why ? why : "SQD->RTS");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_CHECK(pair_poll(p, 0, true, &wc) && wc.status == ODPEMU_WC_SUCCESS, "sent after SQD");
 	/* Illegal transitions are refused with a reason. */
 	a.qp_state = ODPEMU_QPS_RTR;
 	T_EQ(nic_qp_modify(p->s[0].qp, &a, ODPEMU_QP_STATE, 0, &why), -EINVAL, "RTS->RTR");
 	T_CHECK(why != NULL, "reason given");
-	T_EQ(nic_mr_dereg(ma), 0, "dereg");
-	T_EQ(nic_mr_dereg(mb), 0, "dereg");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -184,75 +161,75 @@ static void test_implicit_and_advise(void)
 {
 	struct pair *p = pair_new(NULL);
 	struct nic_mr_init in = { 0, UINT64_MAX, RW | ODPEMU_ACCESS_ON_DEMAND, 0 };
-	struct nic_mr *ma = pair_mr(p, 0, bufa, BUF, RW), *imp = NULL;
+	struct nic_mr *imp = NULL;
 	struct iopt_counters c;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
+	pair_bufs_new(p, &x, BUF, RW, PAIR_NO_MR, NULL);
 	T_EQ(nic_mr_reg(p->s[1].pd, &in, &imp), 0, "implicit ODP MR");
 	T_CHECK(nic_attr(p->s[1].nic)->odp.general_caps & ODPEMU_ODP_SUPPORT_IMPLICIT,
 		"IMPLICIT cap advertised");
 	/* Prefetch the first 128 KiB for write: no fault on the WRITE afterwards. */
 	T_EQ(nic_mr_advise(imp, ODPEMU_ADVISE_MR_ADVICE_PREFETCH_WRITE,
-			   (uint64_t)(uintptr_t)bufb, 128 * 1024, 0), 0, "advise");
-	pair_run(p, 1000000000);
+			   (uint64_t)(uintptr_t)x.b, 128 * 1024, 0), 0, "advise");
+	pair_settle(p);
 	iopt_counters_get(nic_mr_iopt(imp), &c);
 	T_EQ(c.page_prefetch, 32, "32 pages prefetched");
 	T_EQ(c.page_faults, 0, "no faults yet");
-	struct nic_sge s = sge(bufa, 100000, ma);
-	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, bufb, imp, 1);
+	struct nic_sge s = pair_sge(x.a, 100000, x.ma);
+	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, x.b, imp, 1);
 
 	T_EQ(pair_post_send(p, 0, &w), 0, "write into implicit MR");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_CHECK(pair_poll(p, 0, true, &wc) && wc.status == ODPEMU_WC_SUCCESS, "write ok");
-	T_CHECK(memcmp(bufa, bufb, 100000) == 0, "data");
+	T_CHECK(memcmp(x.a, x.b, 100000) == 0, "data");
 	iopt_counters_get(nic_mr_iopt(imp), &c);
 	T_EQ(c.page_faults, 0, "prefetched pages did not fault");
-	T_EQ(nic_mr_advise(ma, 0, (uint64_t)(uintptr_t)bufa, 4096, 0), -EOPNOTSUPP,
+	T_EQ(nic_mr_advise(x.ma, 0, (uint64_t)(uintptr_t)x.a, 4096, 0), -EOPNOTSUPP,
 	     "advise on a pinned MR");
-	T_EQ(nic_mr_dereg(ma), 0, "dereg");
 	T_EQ(nic_mr_dereg(imp), 0, "dereg implicit");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_decoherence_and_dereg_in_flight(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct nic_mr *ma = pair_mr(p, 0, bufa, BUF, RW), *mb = pair_mr(p, 1, bufb, BUF, RW);
-	struct nic_sge s = sge(bufa, 50000, ma);
-	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, bufb, mb, 1);
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	nic_host_invalidate(p->s[1].nic, 1, (uint64_t)(uintptr_t)bufb, 4096);
+	pair_bufs_new(p, &x, BUF, RW, RW, NULL);
+	struct nic_sge s = pair_sge(x.a, 50000, x.ma);
+	struct nic_send_wr w = wr_of(ODPEMU_WR_RDMA_WRITE, &s, x.b, x.mb, 1);
+
+	nic_host_invalidate(p->s[1].nic, 1, (uint64_t)(uintptr_t)x.b, 4096);
 	T_EQ(p->s[1].events[ODPEMU_EVENT_MR_DECOHERENCE], 1, "pinned MR: decoherence event");
 	/* Deregister the target while its packets are on the wire: the rest NAK. */
 	T_EQ(pair_post_send(p, 0, &w), 0, "write");
 	T_CHECK(p->qcount > 0, "packets in flight");
-	T_EQ(nic_mr_dereg(mb), 0, "dereg with traffic in flight");
-	memset(bufb, 0, BUF);
-	pair_run(p, 1000000000);
+	T_EQ(nic_mr_dereg(x.mb), 0, "dereg with traffic in flight");
+	x.mb = NULL;
+	memset(x.b, 0, BUF);
+	pair_settle(p);
 	T_CHECK(pair_poll(p, 0, true, &wc), "completion");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "write to a deregistered MR");
 	for (unsigned i = 0; i < BUF; i++)
-		if (bufb[i]) {
+		if (x.b[i]) {
 			T_CHECK(0, "byte %u landed after deregistration", i);
 			break;
 		}
-	T_EQ(nic_mr_dereg(ma), 0, "dereg");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 int main(int argc, char **argv)
 {
 	(void)t_seed(argc, argv, 1);
-	bufa = aligned_alloc(4096, BUF);
-	bufb = aligned_alloc(4096, BUF);
-	memset(bufa, 0x77, BUF);
 	test_srq();
 	test_cq_overflow();
 	test_sqd_and_reconnect();
 	test_implicit_and_advise();
 	test_decoherence_and_dereg_in_flight();
-	free(bufa);
-	free(bufb);
 	return t_done("nic-objects");
 }

@@ -16,73 +16,33 @@
 
 static struct t_rng rng;
 
-struct bufs {
-	uint8_t *a, *b;
-	struct nic_mr *ma, *mb;
-};
-
-static void bufs_new(struct pair *p, struct bufs *x, unsigned acc_a, unsigned acc_b)
-{
-	x->a = aligned_alloc(4096, BUF);
-	x->b = aligned_alloc(4096, BUF);
-	t_fill(&rng, x->a, BUF);
-	memset(x->b, 0, BUF);
-	x->ma = pair_mr(p, 0, x->a, BUF, acc_a);
-	x->mb = pair_mr(p, 1, x->b, BUF, acc_b);
-}
-
-static void bufs_free(struct bufs *x)
-{
-	if (x->ma)
-		T_EQ(nic_mr_dereg(x->ma), 0, "dereg a");
-	if (x->mb)
-		T_EQ(nic_mr_dereg(x->mb), 0, "dereg b");
-	free(x->a);
-	free(x->b);
-}
-
-static struct nic_sge sge_of(void *buf, uint32_t len, struct nic_mr *mr)
-{
-	return (struct nic_sge){ (uint64_t)(uintptr_t)buf, len, nic_mr_lkey(mr) };
-}
-
-static struct nic_wc one_wc(struct pair *p, int side, bool send, const char *what)
-{
-	struct nic_wc wc = { .status = ODPEMU_WC_GENERAL_ERR };
-
-	T_CHECK(pair_poll(p, side, send, &wc), "%s: no completion", what);
-	return wc;
-}
-
 static void test_send_sizes(void)
 {
 	static const uint32_t sizes[] = { 0, 1, 1000, 1024, 1025, 5000, 40000 };
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++) {
-		struct nic_sge s = sge_of(x.a, sizes[i], x.ma);
+		struct nic_sge s = pair_sge(x.a, sizes[i], x.ma);
 		struct nic_send_wr wr = { .wr_id = i, .opcode = ODPEMU_WR_SEND,
 			.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
 		struct nic_wc wc;
 
 		memset(x.b, 0, BUF);
 		T_EQ(pair_post_recv(p, 1, 100 + i, x.b, BUF, x.mb), 0, "post recv");
-		T_EQ(pair_post_send(p, 0, &wr), 0, "post send");
-		pair_run(p, 1000000000);
-		wc = one_wc(p, 1, false, "recv");
+		wc = pair_send_wc(p, 0, &wr, "send");
+		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "send status");
+		T_EQ(wc.opcode, ODPEMU_WC_SEND, "send opcode");
+		T_EQ(wc.wr_id, i, "send wr_id");
+		wc = pair_wc(p, 1, false, "recv");
 		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "recv status");
 		T_EQ(wc.byte_len, sizes[i], "recv byte_len");
 		T_EQ(wc.wr_id, 100 + i, "recv wr_id");
 		T_EQ(wc.opcode, ODPEMU_WC_RECV, "recv opcode");
 		T_CHECK(memcmp(x.a, x.b, sizes[i]) == 0, "data of %u bytes", sizes[i]);
-		wc = one_wc(p, 0, true, "send");
-		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "send status");
-		T_EQ(wc.opcode, ODPEMU_WC_SEND, "send opcode");
-		T_EQ(wc.wr_id, i, "send wr_id");
 	}
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -94,39 +54,37 @@ static void test_send_imm_inline_unsignaled(void)
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND_WITH_IMM,
 		.send_flags = ODPEMU_SEND_INLINE | ODPEMU_SEND_SOLICITED, .sg_list = &s,
 		.num_sge = 1, .imm_data = 0xdeadbeef };
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	T_EQ(pair_post_recv(p, 1, 7, x.b, BUF, x.mb), 0, "post recv");
 	T_EQ(pair_post_send(p, 0, &wr), 0, "post inline send");
 	memset(msg, 'X', sizeof(msg) - 1);	/* inline: copied at post time */
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 1, false, "recv");
+	pair_settle(p);
+	wc = pair_wc(p, 1, false, "recv");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "status");
 	T_CHECK(wc.wc_flags & NIC_WC_WITH_IMM, "WITH_IMM flag");
 	T_EQ(wc.imm_data, 0xdeadbeef, "imm");
 	T_CHECK(memcmp(x.b, "inline hello", 13) == 0, "inline data copied at post");
 	T_CHECK(!pair_poll(p, 0, true, &wc), "unsignaled send: no completion");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_write_read(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 10000, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 10000, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
 		.remote_addr = (uint64_t)(uintptr_t)x.b + 100, .rkey = nic_mr_rkey(x.mb) };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post write");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "write");
+	wc = pair_send_wc(p, 0, &wr, "write");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write status");
 	T_EQ(wc.opcode, ODPEMU_WC_RDMA_WRITE, "write opcode");
 	T_CHECK(memcmp(x.a, x.b + 100, 10000) == 0, "write data");
@@ -135,34 +93,30 @@ static void test_write_read(void)
 	wr.opcode = ODPEMU_WR_RDMA_WRITE_WITH_IMM;
 	wr.imm_data = 0x1234;
 	s.length = 3000;
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post write imm");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 1, false, "imm recv");
+	(void)pair_send_wc(p, 0, &wr, "write imm");
+	wc = pair_wc(p, 1, false, "imm recv");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "imm status");
 	T_EQ(wc.opcode, ODPEMU_WC_RECV_RDMA_WITH_IMM, "imm opcode");
 	T_EQ(wc.byte_len, 3000, "imm byte_len");
 	T_EQ(wc.imm_data, 0x1234, "imm value");
-	(void)one_wc(p, 0, true, "write imm");
 	/* READ back 9000 bytes from b into a + 20000. */
-	s = sge_of(x.a + 20000, 9000, x.ma);
+	s = pair_sge(x.a + 20000, 9000, x.ma);
 	wr = (struct nic_send_wr){ .wr_id = 2, .opcode = ODPEMU_WR_RDMA_READ,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
 		.remote_addr = (uint64_t)(uintptr_t)x.b + 100, .rkey = nic_mr_rkey(x.mb) };
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post read");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "read");
+	wc = pair_send_wc(p, 0, &wr, "read");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read status");
 	T_EQ(wc.opcode, ODPEMU_WC_RDMA_READ, "read opcode");
 	T_EQ(wc.byte_len, 9000, "read byte_len");
 	T_CHECK(memcmp(x.a + 20000, x.b + 100, 9000) == 0, "read data");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
-static void atomic(struct pair *p, struct bufs *x, enum odpemu_wr_opcode op, uint64_t cmp_add,
+static void atomic(struct pair *p, struct pair_bufs *x, enum odpemu_wr_opcode op, uint64_t cmp_add,
 		   uint64_t swap, uint64_t want_orig, uint64_t want_after, const char *what)
 {
-	struct nic_sge s = sge_of(x->a, 8, x->ma);
+	struct nic_sge s = pair_sge(x->a, 8, x->ma);
 	struct nic_send_wr wr = { .wr_id = 5, .opcode = op, .send_flags = ODPEMU_SEND_SIGNALED,
 		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x->b + 64,
 		.rkey = nic_mr_rkey(x->mb), .compare_add = cmp_add, .swap = swap };
@@ -171,9 +125,7 @@ static void atomic(struct pair *p, struct bufs *x, enum odpemu_wr_opcode op, uin
 
 	if (op == ODPEMU_WR_ATOMIC_WRITE)
 		memcpy(x->a, &swap, 8);
-	T_EQ(pair_post_send(p, 0, &wr), 0, what);
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, what);
+	wc = pair_send_wc(p, 0, &wr, what);
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, what);
 	memcpy(&v, x->b + 64, 8);
 	T_EQ(v, want_after, what);
@@ -186,42 +138,38 @@ static void atomic(struct pair *p, struct bufs *x, enum odpemu_wr_opcode op, uin
 static void test_atomics(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	uint64_t init = 40;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	memcpy(x.b + 64, &init, 8);
 	atomic(p, &x, ODPEMU_WR_ATOMIC_FETCH_AND_ADD, 2, 0, 40, 42, "fetch_add");
 	atomic(p, &x, ODPEMU_WR_ATOMIC_CMP_AND_SWP, 42, 7, 42, 7, "cmp_swap hit");
 	atomic(p, &x, ODPEMU_WR_ATOMIC_CMP_AND_SWP, 42, 9, 7, 7, "cmp_swap miss");
 	atomic(p, &x, ODPEMU_WR_ATOMIC_WRITE, 0, 0x1122334455667788ull, 0, 0x1122334455667788ull,
 	       "atomic_write");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_flush(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_send_wr wr;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_FLUSH_GLOBAL);
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_FLUSH_GLOBAL, &rng);
 	wr = (struct nic_send_wr){ .wr_id = 1, .opcode = ODPEMU_WR_FLUSH,
 		.send_flags = ODPEMU_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)x.b,
 		.rkey = nic_mr_rkey(x.mb), .flush_type = 1, .flush_level = 0, .flush_len = 4096 };
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post flush");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "flush");
+	wc = pair_send_wc(p, 0, &wr, "flush");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "flush global");
 	T_EQ(wc.opcode, ODPEMU_WC_FLUSH, "flush opcode");
 	wr.flush_type = 2;	/* persistent: the MR does not allow it */
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post flush persistent");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "flush persistent");
+	wc = pair_send_wc(p, 0, &wr, "flush persistent");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "flush persistent refused");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -229,11 +177,11 @@ static void test_flush(void)
 static void test_bad_rkey_flush(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 100, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
 		.rkey = nic_mr_rkey(x.mb) ^ 0x100 };
@@ -242,11 +190,11 @@ static void test_bad_rkey_flush(void)
 	wr.wr_id = 2;
 	wr.rkey = nic_mr_rkey(x.mb);
 	T_EQ(pair_post_send(p, 0, &wr), 0, "post good write");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "bad write");
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "bad write");
 	T_EQ(wc.wr_id, 1, "error completes even unsignaled");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "bad rkey");
-	wc = one_wc(p, 0, true, "flushed");
+	wc = pair_wc(p, 0, true, "flushed");
 	T_EQ(wc.wr_id, 2, "second WR");
 	T_EQ(wc.status, ODPEMU_WC_WR_FLUSH_ERR, "flushed");
 	T_EQ(nic_qp_state(p->s[0].qp), ODPEMU_QPS_ERR, "requester in ERR");
@@ -255,30 +203,28 @@ static void test_bad_rkey_flush(void)
 	/* Posting in ERR completes at once with WR_FLUSH_ERR. */
 	wr.wr_id = 3;
 	T_EQ(pair_post_send(p, 0, &wr), 0, "post in ERR");
-	wc = one_wc(p, 0, true, "post in ERR");
+	wc = pair_wc(p, 0, true, "post in ERR");
 	T_EQ(wc.status, ODPEMU_WC_WR_FLUSH_ERR, "post in ERR flushed");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_recv_too_small(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 2000, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 2000, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND, .sg_list = &s, .num_sge = 1 };
 
 	T_EQ(pair_post_recv(p, 1, 5, x.b, 1500, x.mb), 0, "small recv");
-	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 1, false, "recv");
-	T_EQ(wc.status, ODPEMU_WC_LOC_LEN_ERR, "receiver LOC_LEN_ERR");
-	wc = one_wc(p, 0, true, "send");
+	wc = pair_send_wc(p, 0, &wr, "send");
 	T_EQ(wc.status, ODPEMU_WC_REM_INV_REQ_ERR, "sender REM_INV_REQ_ERR");
-	bufs_free(&x);
+	wc = pair_wc(p, 1, false, "recv");
+	T_EQ(wc.status, ODPEMU_WC_LOC_LEN_ERR, "receiver LOC_LEN_ERR");
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -287,54 +233,52 @@ static void test_rnr(void)
 	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
 		.rnr_retry = 2, .min_rnr_timer = 1, .access = ODPEMU_ACCESS_REMOTE_WRITE };
 	struct pair *p = pair_new(&o);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 	struct nic_qp_counters c;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 10, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 10, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND, .sg_list = &s, .num_sge = 1 };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "send without recv");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "rnr");
+	wc = pair_send_wc(p, 0, &wr, "send without recv");
 	T_EQ(wc.status, ODPEMU_WC_RNR_RETRY_EXC_ERR, "RNR retries exhausted");
 	nic_qp_counters(p->s[0].qp, &c);
 	T_EQ(c.rnr_naks_received, 3, "1 + rnr_retry RNR NAKs");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 
 	/* rnr_retry 7 waits forever; a receive posted later lets the send through. */
 	o.rnr_retry = 7;
 	p = pair_new(&o);
-	bufs_new(p, &x, RW, RW);
-	s = sge_of(x.a, 10, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	s = pair_sge(x.a, 10, x.ma);
 	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
 	pair_run(p, 100000);	/* 0.1 ms: a few RNR rounds (timer 10 us) */
 	T_CHECK(!pair_poll(p, 0, true, &wc), "still retrying");
 	T_EQ(pair_post_recv(p, 1, 1, x.b, 64, x.mb), 0, "recv");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 1, false, "late recv");
+	pair_settle(p);
+	wc = pair_wc(p, 1, false, "late recv");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "delivered after RNR");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_loss_retransmit(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 	struct nic_qp_counters c;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	for (uint64_t nth = 1; nth <= 12; nth++) {
-		struct nic_sge s = sge_of(x.a, 8000, x.ma);
+		struct nic_sge s = pair_sge(x.a, 8000, x.ma);
 		struct nic_send_wr wr = { .wr_id = nth, .opcode = ODPEMU_WR_RDMA_WRITE,
 			.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
 			.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
 		struct nic_send_wr rd = wr;
-		struct nic_sge rs = sge_of(x.a + 32768, 8000, x.ma);
+		struct nic_sge rs = pair_sge(x.a + 32768, 8000, x.ma);
 
 		rd.opcode = ODPEMU_WR_RDMA_READ;
 		rd.sg_list = &rs;
@@ -343,9 +287,9 @@ static void test_loss_retransmit(void)
 		T_EQ(pair_post_send(p, 0, &wr), 0, "write");
 		T_EQ(pair_post_send(p, 0, &rd), 0, "read");
 		pair_run(p, 10000000000ull);
-		wc = one_wc(p, 0, true, "write after loss");
+		wc = pair_wc(p, 0, true, "write after loss");
 		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write after loss");
-		wc = one_wc(p, 0, true, "read after loss");
+		wc = pair_wc(p, 0, true, "read after loss");
 		T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read after loss");
 		T_CHECK(memcmp(x.a, x.b, 8000) == 0, "data after loss of packet %llu",
 			(unsigned long long)nth);
@@ -353,7 +297,7 @@ static void test_loss_retransmit(void)
 	}
 	nic_qp_counters(p->s[0].qp, &c);
 	T_CHECK(c.retransmits > 0, "retransmitted");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -366,19 +310,18 @@ static void test_odp_responder(enum nic_fault_policy policy)
 	struct pair *p = pair_new(&o);
 	struct iopt_counters ic;
 	struct nic_qp_counters c;
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
 	p->fault_latency_ns = 50000;
-	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_ON_DEMAND);
-	struct nic_sge s = sge_of(x.a, 40000, x.ma);
+	p->settle_ns = 10 * PAIR_SETTLE_NS;
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_ON_DEMAND, &rng);
+	struct nic_sge s = pair_sge(x.a, 40000, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
 		.remote_addr = (uint64_t)(uintptr_t)x.b + 5, .rkey = nic_mr_rkey(x.mb) };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write to ODP");
-	pair_run(p, 10000000000ull);
-	wc = one_wc(p, 0, true, "odp write");
+	wc = pair_send_wc(p, 0, &wr, "odp write");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "odp write status");
 	T_CHECK(memcmp(x.a, x.b + 5, 40000) == 0, "odp write data");
 	iopt_counters_get(nic_mr_iopt(x.mb), &ic);
@@ -391,143 +334,130 @@ static void test_odp_responder(enum nic_fault_policy policy)
 		T_CHECK(c.stalls >= 1, "stall policy stalls");
 	/* After an invalidation the next access faults again. */
 	nic_host_invalidate(p->s[1].nic, 1, (uint64_t)(uintptr_t)x.b, BUF);
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write again");
-	pair_run(p, 10000000000ull);
-	wc = one_wc(p, 0, true, "odp write 2");
+	wc = pair_send_wc(p, 0, &wr, "odp write again");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "after invalidation");
 	iopt_counters_get(nic_mr_iopt(x.mb), &ic);
 	T_CHECK(ic.page_invalidations >= 1, "invalidation counted");
 	T_CHECK(ic.page_faults >= 2, "refaulted after invalidation");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_odp_fault_fails(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
 	p->fail_faults = true;
-	bufs_new(p, &x, RW, RW | ODPEMU_ACCESS_ON_DEMAND);
-	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_ON_DEMAND, &rng);
+	struct nic_sge s = pair_sge(x.a, 100, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
 		.rkey = nic_mr_rkey(x.mb) };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "failed fault");
+	wc = pair_send_wc(p, 0, &wr, "failed fault");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "failed responder fault");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 
 	/* Requester side: the gather faults and the fault fails: LOC_PROT_ERR. */
 	p = pair_new(NULL);
 	p->fail_faults = true;
-	bufs_new(p, &x, RW | ODPEMU_ACCESS_ON_DEMAND, RW);
-	s = sge_of(x.a, 100, x.ma);
+	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	s = pair_sge(x.a, 100, x.ma);
 	wr.rkey = nic_mr_rkey(x.mb);
 	wr.remote_addr = (uint64_t)(uintptr_t)x.b;
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "failed local fault");
+	wc = pair_send_wc(p, 0, &wr, "failed local fault");
 	T_EQ(wc.status, ODPEMU_WC_LOC_PROT_ERR, "failed requester fault");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_odp_requester_and_read_landing(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 	struct nic_qp_counters c;
 
 	p->fault_latency_ns = 20000;
-	bufs_new(p, &x, RW | ODPEMU_ACCESS_ON_DEMAND, RW);
-	struct nic_sge s = sge_of(x.a, 30000, x.ma);
+	p->settle_ns = 10 * PAIR_SETTLE_NS;
+	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 30000, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
 		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write from ODP");
-	pair_run(p, 10000000000ull);
-	wc = one_wc(p, 0, true, "write");
+	wc = pair_send_wc(p, 0, &wr, "write from ODP");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "gather through faults");
 	T_CHECK(memcmp(x.a, x.b, 30000) == 0, "gathered data");
 	/* READ landing into the ODP MR made cold again by an invalidation. */
 	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
 	memset(x.b + 40000, 0x5a, 20000);
-	s = sge_of(x.a + 40000, 20000, x.ma);
+	s = pair_sge(x.a + 40000, 20000, x.ma);
 	wr.opcode = ODPEMU_WR_RDMA_READ;
 	wr.remote_addr = (uint64_t)(uintptr_t)x.b + 40000;
-	T_EQ(pair_post_send(p, 0, &wr), 0, "read into ODP");
-	pair_run(p, 10000000000ull);
-	wc = one_wc(p, 0, true, "read");
+	wc = pair_send_wc(p, 0, &wr, "read into ODP");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "read landing through faults");
 	T_CHECK(memcmp(x.a + 40000, x.b + 40000, 20000) == 0, "landed data");
 	nic_qp_counters(p->s[0].qp, &c);
 	T_CHECK(c.faults_req >= 2, "requester faults counted");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_dereg_and_rekey(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 	uint32_t old;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	old = nic_mr_rkey(x.mb);
 	T_EQ(nic_mr_dereg(x.mb), 0, "dereg");
 	x.mb = pair_mr(p, 1, x.b, BUF, RW);
 	T_CHECK(nic_mr_rkey(x.mb) != old, "re-registration changes the key");
-	struct nic_sge s = sge_of(x.a, 100, x.ma);
+	struct nic_sge s = pair_sge(x.a, 100, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = old };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "write with the stale key");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "stale key");
+	wc = pair_send_wc(p, 0, &wr, "write with the stale key");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "stale key refused");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_bad_lkey(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	struct nic_sge s = { (uint64_t)(uintptr_t)x.a, 100, 0xabcdef };
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.sg_list = &s, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
 		.rkey = nic_mr_rkey(x.mb) };
 
-	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "bad lkey");
+	wc = pair_send_wc(p, 0, &wr, "bad lkey");
 	T_EQ(wc.status, ODPEMU_WC_LOC_PROT_ERR, "bad lkey");
 	T_EQ(wc.vendor_err, NIC_VERR_BAD_LKEY, "vendor err");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
 static void test_ud(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge rs = sge_of(x.b, 2000, x.mb);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge rs = pair_sge(x.b, 2000, x.mb);
 	struct nic_recv_wr rwr = { 77, &rs, 1 };
-	struct nic_sge s = sge_of(x.a, 500, x.ma);
+	struct nic_sge s = pair_sge(x.a, 500, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND_WITH_IMM,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1, .imm_data = 5,
 		.ud_dgid = p->s[1].gid, .remote_qpn = nic_qp_num(p->s[1].ud),
@@ -535,10 +465,10 @@ static void test_ud(void)
 
 	T_EQ(nic_post_recv(p->s[1].ud, &rwr, 0), 0, "ud recv");
 	T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send");
-	pair_run(p, 1000000000);
-	wc = one_wc(p, 0, true, "ud send");
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "ud send");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "ud send");
-	wc = one_wc(p, 1, false, "ud recv");
+	wc = pair_wc(p, 1, false, "ud recv");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "ud recv");
 	T_EQ(wc.byte_len, 540, "GRH + data");
 	T_CHECK(wc.wc_flags & NIC_WC_GRH, "GRH flag");
@@ -549,13 +479,13 @@ static void test_ud(void)
 	wr.remote_qkey = 0x9999;
 	T_EQ(nic_post_recv(p->s[1].ud, &rwr, 0), 0, "ud recv 2");
 	T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send bad qkey");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_CHECK(!pair_poll(p, 1, false, &wc), "bad qkey not delivered");
 	struct nic_qp_counters c;
 
 	nic_qp_counters(p->s[1].ud, &c);
 	T_EQ(c.drops[NIC_DROP_BAD_QKEY], 1, "bad qkey counted");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -564,14 +494,14 @@ static void test_ud(void)
 static void test_sq_wraps(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	unsigned done = 0;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	for (unsigned round = 0; round < 3 * 256 / 64; round++) {
 		for (unsigned i = 0; i < 64; i++) {
-			struct nic_sge s = sge_of(x.a + i * 64, 64, x.ma);
+			struct nic_sge s = pair_sge(x.a + i * 64, 64, x.ma);
 			struct nic_send_wr wr = { .wr_id = round * 64 + i,
 				.opcode = ODPEMU_WR_RDMA_WRITE, .send_flags = ODPEMU_SEND_SIGNALED,
 				.sg_list = &s, .num_sge = 1,
@@ -580,7 +510,7 @@ static void test_sq_wraps(void)
 
 			T_EQ(pair_post_send(p, 0, &wr), 0, "post");
 		}
-		pair_run(p, 1000000000);
+		pair_settle(p);
 		while (pair_poll(p, 0, true, &wc)) {
 			T_EQ(wc.status, ODPEMU_WC_SUCCESS, "write in a reused slot");
 			done++;
@@ -588,7 +518,7 @@ static void test_sq_wraps(void)
 	}
 	T_EQ(done, 3 * 256, "every WR completed");
 	T_CHECK(memcmp(x.a, x.b, 64 * 64) == 0, "data");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -600,13 +530,13 @@ static void test_post_list_one_ack(void)
 	struct nic_qp_counters before, after;
 	struct nic_send_wr wr[8];
 	struct nic_sge sg[8];
-	struct bufs x;
+	struct pair_bufs x;
 	unsigned posted;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	for (unsigned i = 0; i < 8; i++) {
-		sg[i] = sge_of(x.a + i * 64, 64, x.ma);
+		sg[i] = pair_sge(x.a + i * 64, 64, x.ma);
 		wr[i] = (struct nic_send_wr){ .wr_id = i, .opcode = ODPEMU_WR_RDMA_WRITE,
 			.sg_list = &sg[i], .num_sge = 1, .rkey = nic_mr_rkey(x.mb),
 			.remote_addr = (uint64_t)(uintptr_t)x.b + i * 64 };
@@ -615,10 +545,10 @@ static void test_post_list_one_ack(void)
 	nic_qp_counters(p->s[1].qp, &before);
 	T_EQ(pair_post_send_list(p, 0, wr, 8, &posted), 0, "post list");
 	T_EQ(posted, 8, "all 8 posted");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	nic_qp_counters(p->s[1].qp, &after);
 	T_EQ(after.pkts_sent - before.pkts_sent, 1, "one ACK for the list");
-	wc = one_wc(p, 0, true, "list");
+	wc = pair_wc(p, 0, true, "list");
 	T_EQ(wc.wr_id, 7, "the signaled last WR");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "list status");
 	T_CHECK(memcmp(x.a, x.b, 8 * 64) == 0, "list data");
@@ -627,20 +557,20 @@ static void test_post_list_one_ack(void)
 	nic_qp_counters(p->s[1].qp, &before);
 	for (unsigned i = 0; i < 8; i++)
 		T_EQ(pair_post_send(p, 0, &wr[i]), 0, "post one");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	nic_qp_counters(p->s[1].qp, &after);
 	T_EQ(after.pkts_sent - before.pkts_sent, 8, "one ACK per single post");
 	for (unsigned i = 0; i < 8; i++)
-		T_EQ(one_wc(p, 0, true, "single").status, ODPEMU_WC_SUCCESS, "single post");
+		T_EQ(pair_wc(p, 0, true, "single").status, ODPEMU_WC_SUCCESS, "single post");
 	/* A refused WR stops the list: the ones before it are queued and sent. */
 	wr[3].num_sge = 1000;
 	T_EQ(pair_post_send_list(p, 0, wr, 8, &posted), -EINVAL, "bad WR in a list");
 	T_EQ(posted, 3, "three posted before it");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	for (unsigned i = 0; i < 3; i++)
-		T_EQ(one_wc(p, 0, true, "prefix").status, ODPEMU_WC_SUCCESS, "prefix sent");
+		T_EQ(pair_wc(p, 0, true, "prefix").status, ODPEMU_WC_SUCCESS, "prefix sent");
 	T_CHECK(!pair_poll(p, 0, true, &wc), "nothing after the refused WR");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -649,12 +579,12 @@ static void test_post_list_one_ack(void)
 static void test_ud_many(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 	unsigned sent = 0;
 	struct nic_wc wc;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 16, x.ma);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 16, x.ma);
 	struct nic_send_wr wr = { .opcode = ODPEMU_WR_SEND, .send_flags = ODPEMU_SEND_SIGNALED,
 		.sg_list = &s, .num_sge = 1, .ud_dgid = p->s[1].gid,
 		.remote_qpn = nic_qp_num(p->s[1].ud), .remote_qkey = 0x1234 };
@@ -662,12 +592,12 @@ static void test_ud_many(void)
 	for (unsigned i = 0; i < 600; i++) {
 		wr.wr_id = i;
 		T_EQ(nic_post_send(p->s[0].ud, &wr, 0), 0, "ud send");
-		pair_run(p, 1000000000);
+		pair_settle(p);
 		while (pair_poll(p, 0, true, &wc))
 			sent += wc.status == ODPEMU_WC_SUCCESS;
 	}
 	T_EQ(sent, 600, "600 UD sends completed");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -676,38 +606,38 @@ static void test_ud_many(void)
 static void test_cq_notify(void)
 {
 	struct pair *p = pair_new(NULL);
-	struct bufs x;
+	struct pair_bufs x;
 
-	bufs_new(p, &x, RW, RW);
-	struct nic_sge s = sge_of(x.a, 32, x.ma), rs = sge_of(x.b, 64, x.mb);
+	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, 32, x.ma), rs = pair_sge(x.b, 64, x.mb);
 	struct nic_recv_wr rwr = { 1, &rs, 1 };
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_SEND,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1 };
 
-	pair_run(p, 1000000000);	/* nothing armed: a completion notifies nobody */
+	pair_settle(p);	/* nothing armed: a completion notifies nobody */
 	T_EQ(pair_post_recv(p, 1, 1, x.b, 64, x.mb), 0, "recv");
 	T_EQ(pair_post_send(p, 0, &wr), 0, "send");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_EQ(p->s[0].notified_scq + p->s[1].notified_rcq, 0, "unarmed: no notification");
-	T_CHECK(one_wc(p, 0, true, "send").status == ODPEMU_WC_SUCCESS, "send 1");
-	T_CHECK(one_wc(p, 1, false, "recv").status == ODPEMU_WC_SUCCESS, "recv 1");
+	T_CHECK(pair_wc(p, 0, true, "send").status == ODPEMU_WC_SUCCESS, "send 1");
+	T_CHECK(pair_wc(p, 1, false, "recv").status == ODPEMU_WC_SUCCESS, "recv 1");
 	T_EQ(nic_cq_req_notify(p->s[0].scq, false), 0, "arm scq");
 	T_EQ(nic_cq_req_notify(p->s[1].rcq, true), 0, "arm rcq solicited");
 	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 2");
 	T_EQ(pair_post_send(p, 0, &wr), 0, "send 2");
 	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 3");
 	T_EQ(pair_post_send(p, 0, &wr), 0, "send 3");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_EQ(p->s[0].notified_scq, 1, "armed: one notification for two completions");
 	T_EQ(p->s[1].notified_rcq, 0, "solicited-only: plain SENDs do not notify");
 	wr.send_flags |= ODPEMU_SEND_SOLICITED;
 	T_EQ(nic_post_recv(p->s[1].qp, &rwr, p->now), 0, "recv 4");
 	T_EQ(pair_post_send(p, 0, &wr), 0, "send 4 (SE)");
-	pair_run(p, 1000000000);
+	pair_settle(p);
 	T_EQ(p->s[1].notified_rcq, 1, "solicited-only: the SE message notifies");
 	T_EQ(p->s[0].notified_scq, 1, "the send CQ was not re-armed");
 	T_EQ(nic_cq_req_notify(NULL, false), -EINVAL, "arm NULL");
-	bufs_free(&x);
+	pair_bufs_free(&x);
 	pair_free(p);
 }
 
@@ -755,7 +685,7 @@ static const struct resp_err_case {
 
 /* Requests from side 0 at side 1's expected PSN that pass the parser (which drops what
  * it can tell is malformed on its own, e.g. a misaligned atomic) but not the responder. */
-static void craft(struct pair *p, struct bufs *x, enum provoke how)
+static void craft(struct pair *p, struct pair_bufs *x, enum provoke how)
 {
 	static uint8_t payload[4096];
 	struct roce_hdr h = { .bth.ackreq = true };
@@ -777,9 +707,9 @@ static void craft(struct pair *p, struct bufs *x, enum provoke how)
 	pair_inject(p, 1, &h, payload, 8);
 }
 
-static void provoke(struct pair *p, struct bufs *x, enum provoke how)
+static void provoke(struct pair *p, struct pair_bufs *x, enum provoke how)
 {
-	struct nic_sge s = sge_of(x->a, 100, x->ma), bad = { (uint64_t)(uintptr_t)x->b, 4096, 0xabcdef };
+	struct nic_sge s = pair_sge(x->a, 100, x->ma), bad = { (uint64_t)(uintptr_t)x->b, 4096, 0xabcdef };
 	struct nic_recv_wr rwr = { 7, &bad, 1 };
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE, .sg_list = &s,
 		.num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x->b, .rkey = nic_mr_rkey(x->mb) };
@@ -808,24 +738,25 @@ static void provoke(struct pair *p, struct bufs *x, enum provoke how)
 
 static void test_responder_errors(void)
 {
-	for (size_t i = 0; i < sizeof(resp_err_cases) / sizeof(resp_err_cases[0]); i++) {
+	for (size_t i = 0; i < T_ARRAY_SIZE(resp_err_cases); i++) {
 		const struct resp_err_case *c = &resp_err_cases[i];
 		struct pair_qp_opts o = { .access = c->how == NO_QP_ACCESS ? ODPEMU_ACCESS_REMOTE_READ : 0 };
 		struct pair *p = pair_new(c->how == NO_QP_ACCESS ? &o : NULL);
-		struct bufs x;
+		struct pair_bufs x;
 		struct nic_wc wc;
 
 		p->fail_faults = c->how == HOST_FAULT;
-		bufs_new(p, &x, RW, c->how == HOST_FAULT ? RW | ODPEMU_ACCESS_ON_DEMAND : RW);
+		pair_bufs_new(p, &x, BUF, RW, c->how == HOST_FAULT ? RW | ODPEMU_ACCESS_ON_DEMAND : RW,
+			      &rng);
 		provoke(p, &x, c->how);
-		pair_run(p, 1000000000);
+		pair_settle(p);
 		if (c->sender != ODPEMU_WC_SUCCESS) {
-			wc = one_wc(p, 0, true, c->name);
+			wc = pair_wc(p, 0, true, c->name);
 			T_CHECK(wc.status == c->sender, "%s: sender %s", c->name,
 				odpemu_wc_status_str(wc.status));
 		}
 		if (c->recv != ODPEMU_WC_SUCCESS) {
-			wc = one_wc(p, 1, false, c->name);
+			wc = pair_wc(p, 1, false, c->name);
 			T_CHECK(wc.status == c->recv && wc.vendor_err == c->recv_verr && wc.wr_id == 7,
 				"%s: receive %s (%s)", c->name, odpemu_wc_status_str(wc.status),
 				nic_vendor_err_str(wc.vendor_err));
@@ -835,7 +766,7 @@ static void test_responder_errors(void)
 		T_CHECK(nic_qp_state(p->s[1].qp) == ODPEMU_QPS_ERR, "%s: responder in ERR", c->name);
 		T_CHECK(c->sender == ODPEMU_WC_SUCCESS || nic_qp_state(p->s[0].qp) == ODPEMU_QPS_ERR,
 			"%s: requester in ERR", c->name);
-		bufs_free(&x);
+		pair_bufs_free(&x);
 		pair_free(p);
 	}
 }
