@@ -354,3 +354,37 @@ uint8_t *h_cold(size_t len)
 		die("mmap of %zu bytes: %s", len, strerror(errno));
 	return p;
 }
+
+int h_main(int argc, char **argv, const struct h_test *t)
+{
+	struct h_env e;
+	uint64_t seed = t->seed ? t_seed(argc, argv, t->seed) : 0;
+
+	h_up(&e, t->daemon_args[0], t->daemon_args[1], t->watchdog_s ? t->watchdog_s : 300);
+	e.rng.s = seed;
+	for (int i = 0; i < 2; i++)
+		if (t->open & (1u << i))
+			e.ctx[i] = h_open(&e, i);
+	t->body(&e);
+	for (int i = 0; i < 2; i++)
+		if (e.ctx[i])
+			odpemu_close_device(e.ctx[i]);
+	if (t_failures) {
+		h_show_log(&e, 0);
+		h_show_log(&e, 1);
+	}
+	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
+	return t_done(t->name);
+}
+
+void h_skip(struct h_env *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	h_down(e);
+	exit(T_SKIP);
+}

@@ -11,6 +11,9 @@
  * Everything is torn down at exit, on SIGTERM/SIGINT (meson's timeout) and on the
  * harness's own watchdog (SIGALRM); daemons also get SIGTERM if the test dies
  * (PR_SET_PDEATHSIG). Every wait is bounded.
+ *
+ * A test program is a struct h_test (name, seed, watchdog, daemon flags, which devices to
+ * open) and a body; its main() is one call of h_main, which runs the frame around it.
  */
 #ifndef ODPEMU_TESTS_HARNESS_H
 #define ODPEMU_TESTS_HARNESS_H
@@ -21,6 +24,7 @@
 #include <sys/types.h>
 
 #include "odpemu/odpemu.h"
+#include "t.h"
 
 struct h_host {
 	char name[16];		/* device name: odpa, odpb */
@@ -36,6 +40,9 @@ struct h_env {
 	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:201:N::1 and ::2 (namespaces only) */
 	unsigned port;
 	struct h_host host[2];
+	/* Set by h_main for the body: */
+	struct odpemu_context *ctx[2];	/* device i if h_test.open asked for it, else NULL */
+	struct t_rng rng;		/* seeded by t_seed (h_test.seed unless --seed/$T_SEED) */
 };
 
 /* Bring up two hosts and their daemons; extra[i] are more odpemud flags for host i (NULL-
@@ -59,6 +66,29 @@ const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len);
 struct odpemu_context *h_open(struct h_env *e, int i);
 /* Print the tail of host i's daemon log (for failures). */
 void h_show_log(struct h_env *e, int i);
+
+/* ---- one test program ---- */
+
+/* Which devices h_main opens before the body (and closes after it). */
+enum h_open { H_OPEN_NONE = 0, H_OPEN_A = 1, H_OPEN_B = 2, H_OPEN_BOTH = 3 };
+
+struct h_test {
+	const char *name;		/* in t_done's summary line: "emu-verbs" */
+	uint64_t seed;			/* t_seed's default; 0: no random numbers, no seed */
+	unsigned watchdog_s;		/* bounds the whole test (h_up); 0: 300 */
+	const char *const *daemon_args[2];	/* more odpemud flags for host 0 and 1 (h_up) */
+	enum h_open open;		/* devices in e->ctx before the body */
+	void (*body)(struct h_env *e);
+};
+
+/* The frame of every e2e test, as main's return value: seed, h_up, open the devices of
+ * t->open, run t->body, close every device still in e->ctx (a body that closes one
+ * itself sets it NULL), print both daemon logs if a check failed, h_down (checked: the
+ * daemons must stop cleanly), t_done. A body gives up on a failed check by returning. */
+int h_main(int argc, char **argv, const struct h_test *t);
+/* In a body: the test cannot run on this machine. Prints the message (what is missing and
+ * how to get it), tears the hosts down and exits 77. */
+void h_skip(struct h_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 
 /* A fresh, never-touched buffer of len bytes (page multiple) followed by a PROT_NONE guard
  * page, so its VMA is its own (the kernel cannot merge it with a neighbour, and each

@@ -67,7 +67,6 @@ static const struct opcode_info {
 	[0x1D] = { "ATOMIC WRITE (raw: unknown to tshark 4.0)", true },
 };
 
-static struct t_rng rng;
 
 /* ---- child processes: every one bounded, none outliving the test ---- */
 
@@ -333,7 +332,7 @@ static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 	b.mr = reg(p.s[1].pd, b.buf, odp);
 	if (a.mr && b.mr) {
 		for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++)
-			h_data_ops(&p, &a, &b, sizes[i], tag, &rng);
+			h_data_ops(&p, &a, &b, sizes[i], tag, &e->rng);
 		h_atomic_ops(&p, &a, &b, tag);
 	}
 	if (a.mr)
@@ -508,51 +507,48 @@ static void report(const struct decode *d)
 	}
 }
 
-int main(int argc, char **argv)
+static void capture_conformance(struct h_env *e)
 {
-	struct odpemu_context *ctx[2];
+	struct odpemu_context **ctx = e->ctx;
 	struct capture cap;
 	struct decode d;
-	struct h_env e;
 	long long t0 = ms_now(), t1, t2;
 
-	rng.s = t_seed(argc, argv, 11);
-	h_up(&e, NULL, NULL, 300);
-	if (!capture_start(&e, &cap)) {
-		if (geteuid() == 0) {
-			T_CHECK(0, "dumpcap cannot capture on %s as root (see its stderr above)",
-				cap.iface);
-			h_down(&e);
-			return t_done("emu-capture");
-		}
-		fprintf(stderr, "emu-capture: skipped: dumpcap cannot capture on %s (run as root "
-			"or give dumpcap its capabilities)\n", cap.iface);
-		h_down(&e);
-		return T_SKIP;
+	if (!capture_start(e, &cap)) {
+		if (geteuid() != 0)
+			h_skip(e, "emu-capture: skipped: dumpcap cannot capture on %s (run as root "
+			       "or give dumpcap its capabilities)", cap.iface);
+		T_CHECK(0, "dumpcap cannot capture on %s as root (see its stderr above)",
+			cap.iface);
+		return;
 	}
-	printf("capturing on %s (%s), filter '%s'\n", cap.iface, e.netns ? e.host[0].ns :
+	printf("capturing on %s (%s), filter '%s'\n", cap.iface, e->netns ? e->host[0].ns :
 	       "no namespaces", cap.filter);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
-	exchange(&e, ctx, false, ODPEMU_FAULT_POLICY_STALL);
-	exchange(&e, ctx, true, ODPEMU_FAULT_POLICY_STALL);
-	exchange(&e, ctx, true, ODPEMU_FAULT_POLICY_RNR);
+	/* The devices live while the capture runs (.open = H_OPEN_NONE). */
+	ctx[0] = h_open(e, 0);
+	ctx[1] = h_open(e, 1);
+	exchange(e, ctx, false, ODPEMU_FAULT_POLICY_STALL);
+	exchange(e, ctx, true, ODPEMU_FAULT_POLICY_STALL);
+	exchange(e, ctx, true, ODPEMU_FAULT_POLICY_RNR);
 	odpemu_close_device(ctx[0]);
 	odpemu_close_device(ctx[1]);
+	ctx[0] = ctx[1] = NULL;
 	t1 = ms_now();
 	if (capture_stop(&cap)) {
 		capture_drops(&cap);
-		if (decode_capture(&e, cap.file, &d))
+		if (decode_capture(e, cap.file, &d))
 			report(&d);
-		check_icrc(&e, cap.file);
+		check_icrc(e, cap.file);
 	}
 	t2 = ms_now();
 	keep_capture(&cap);
 	printf("time: %lld ms exchange (capture on), %lld ms decode + ICRC\n", t1 - t0, t2 - t1);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-capture");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-capture", .seed = 11, .watchdog_s = 300,
+		.open = H_OPEN_NONE, .body = capture_conformance };
+
+	return h_main(argc, argv, &t);
 }

@@ -17,7 +17,6 @@
 
 #define ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE)
 
-static struct h_env env;
 
 static void nap_ms(int ms)
 {
@@ -50,9 +49,9 @@ static int post_write(struct h_side *s, struct odpemu_mr *mr, uint8_t *buf, uint
 	return odpemu_post_send(s->qp, &wr, &bad);
 }
 
-static void one_size(int asked)
+static void one_size(struct h_env *e, int asked)
 {
-	struct h_side a = { .ctx = h_open(&env, 0) }, b = { .ctx = h_open(&env, 1) };
+	struct h_side a = { .ctx = h_open(e, 0) }, b = { .ctx = h_open(e, 1) };
 	struct h_qp_opts o;
 	struct odpemu_qp_init_attr qi = { .qp_type = ODPEMU_QPT_RC,
 		.cap = { .max_send_wr = 512, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
@@ -93,13 +92,19 @@ static void one_size(int asked)
 	odpemu_close_device(b.ctx);
 }
 
-int main(void)
+/* Each size on its own devices, opened and closed by one_size. */
+static void every_size(struct h_env *e)
 {
 	static const int sizes[] = { 1, 5, 64, 100 };
 
-	h_up(&env, NULL, NULL, 180);
 	for (unsigned i = 0; i < T_ARRAY_SIZE(sizes); i++)
-		one_size(sizes[i]);
-	T_EQ(h_down(&env), 0, "daemons exited cleanly");
-	return t_done("e2e-cq-overflow");
+		one_size(e, sizes[i]);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "e2e-cq-overflow", .watchdog_s = 180,
+		.open = H_OPEN_NONE, .body = every_size };
+
+	return h_main(argc, argv, &t);
 }

@@ -182,23 +182,22 @@ static void random_bytes(struct h_env *e, struct odpemu_context *good, struct t_
 	still_serving(good, "random requests");
 }
 
-int main(int argc, char **argv)
+static void fuzz(struct h_env *e)
 {
-	struct t_rng rng = { t_seed(argc, argv, 11) };
-	struct odpemu_context *good;
-	struct h_env e;
+	struct odpemu_context *good = e->ctx[0];
 
-	h_up(&e, NULL, NULL, 300);
-	good = h_open(&e, 0);
-	structured(&e, good);
-	random_bytes(&e, good, &rng);
+	structured(e, good);
+	random_bytes(e, good, &e->rng);
 	for (int i = 0; i < 200 && h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions") != 1; i++)
 		usleep(10000);	/* the daemon sees the closes asynchronously */
 	T_EQ(h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions"), 1, "sessions after fuzzing");
 	T_EQ(h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "pds"), 0, "PDs after fuzzing");
-	odpemu_close_device(good);
-	if (t_failures)
-		h_show_log(&e, 0);
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-ctl-fuzz");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-ctl-fuzz", .seed = 11, .watchdog_s = 300,
+		.open = H_OPEN_A, .body = fuzz };
+
+	return h_main(argc, argv, &t);
 }

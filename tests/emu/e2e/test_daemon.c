@@ -346,27 +346,21 @@ static void graceful_stop(struct h_env *e, struct odpemu_context **ctx)
 	munmap(buf, 4096 + 4096);
 }
 
+static void operator_view(struct h_env *e)
+{
+	struct odpemu_context **ctx = e->ctx;
+
+	refusals(e);
+	wire_garbage(e, ctx);
+	injection(e, ctx);
+	link_events(e, ctx[1]);
+	graceful_stop(e, ctx);
+}
+
 int main(int argc, char **argv)
 {
-	struct odpemu_context *ctx[2];
-	struct h_env e;
+	static const struct h_test t = { .name = "emu-daemon", .watchdog_s = 300,
+		.open = H_OPEN_BOTH, .body = operator_view };
 
-	(void)argc;
-	(void)argv;
-	h_up(&e, NULL, NULL, 300);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
-	refusals(&e);
-	wire_garbage(&e, ctx);
-	injection(&e, ctx);
-	link_events(&e, ctx[1]);
-	graceful_stop(&e, ctx);
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-daemon");
+	return h_main(argc, argv, &t);
 }

@@ -177,25 +177,19 @@ static void killed_daemon(struct h_env *e, struct odpemu_context *ctx)
 	printf("killed daemon: DEVICE_FATAL, poll_cq %d, alloc_pd ENODEV\n", n);
 }
 
+static void failures(struct h_env *e)
+{
+	struct odpemu_context **ctx = e->ctx;
+
+	rnr_retry_zero(e, ctx);
+	killed_client(e, ctx);
+	killed_daemon(e, ctx[0]);
+}
+
 int main(int argc, char **argv)
 {
-	struct odpemu_context *ctx[2];
-	struct h_env e;
+	static const struct h_test t = { .name = "emu-failures", .watchdog_s = 300,
+		.open = H_OPEN_BOTH, .body = failures };
 
-	(void)argc;
-	(void)argv;
-	h_up(&e, NULL, NULL, 300);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
-	rnr_retry_zero(&e, ctx);
-	killed_client(&e, ctx);
-	killed_daemon(&e, ctx[0]);
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-failures");
+	return h_main(argc, argv, &t);
 }

@@ -62,10 +62,8 @@ static unsigned long long sessions(struct odpemu_context *c)
 	return h_counter(c, ODPEMU_COUNTERS_DEVICE, 0, "sessions");
 }
 
-int main(int argc, char **argv)
+static void fork_rules(struct h_env *e)
 {
-	struct t_rng rng = { t_seed(argc, argv, 7) };
-	struct h_env e;
 	struct h_pair p = { 0 };
 	struct h_qp_opts o;
 	struct h_mem a, b;
@@ -73,11 +71,10 @@ int main(int argc, char **argv)
 	int status = 0, pipefd[2];
 	pid_t pid;
 
-	h_up(&e, NULL, NULL, 120);
 	h_qp_opts_default(&o);
-	if (h_pair_up(&e, &p, &o)) {
-		h_down(&e);
-		return 1;
+	if (h_pair_up(e, &p, &o)) {
+		T_CHECK(0, "pair up");
+		return;
 	}
 	a.buf = h_cold(4 * LEN);
 	b.buf = h_cold(4 * LEN);
@@ -86,27 +83,26 @@ int main(int argc, char **argv)
 	b.mr = odpemu_reg_mr(p.s[1].pd, b.buf, 4 * LEN, ODPEMU_ACCESS_LOCAL_WRITE |
 			     ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ);
 	T_CHECK(a.mr && b.mr, "reg_mr: %m");
-	pair_works(&p, &a, &b, "before fork", &rng);
+	pair_works(&p, &a, &b, "before fork", &e->rng);
 
 	/* the child checks, then waits (holding its socket copies) until told to go */
 	if (pipe(pipefd) || (pid = fork()) < 0) {
 		T_CHECK(0, "fork: %m");
-		h_down(&e);
-		return 1;
+		return;
 	}
 	if (pid == 0) {
 		char c;
-		int rc = child_checks(&e, &p);
+		int rc = child_checks(e, &p);
 
 		close(pipefd[1]);
 		(void)!read(pipefd[0], &c, 1);
 		_exit(rc);
 	}
 	close(pipefd[0]);
-	pair_works(&p, &a, &b, "while the child lives", &rng);
+	pair_works(&p, &a, &b, "while the child lives", &e->rng);
 
 	/* the parent's session on host 1 ends when the parent closes it, child or not */
-	watcher = h_open(&e, 1);
+	watcher = h_open(e, 1);
 	T_EQ(sessions(watcher), 2, "sessions on host 1: the pair's and the watcher's");
 	odpemu_dereg_mr(a.mr);
 	odpemu_dereg_mr(b.mr);
@@ -123,6 +119,12 @@ int main(int argc, char **argv)
 		T_CHECK(0, "the child did not exit normally (status %#x)", status);
 	else
 		T_EQ(WEXITSTATUS(status), 0, "child's check that failed (0: none)");
-	T_EQ(h_down(&e), 0, "daemons exited cleanly");
-	return t_done("e2e-fork");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "e2e-fork", .seed = 7, .watchdog_s = 120,
+		.open = H_OPEN_NONE, .body = fork_rules };
+
+	return h_main(argc, argv, &t);
 }

@@ -186,28 +186,22 @@ static void read_only(struct h_env *e, struct odpemu_context **ctx)
 	munmap(local, LEN + 4096);
 }
 
-int main(int argc, char **argv)
+static void memory_scenarios(struct h_env *e)
 {
-	struct odpemu_context *ctx[2];
-	struct h_env e;
+	struct odpemu_context **ctx = e->ctx;
 
-	(void)argc;
-	(void)argv;
-	h_up(&e, NULL, NULL, 300);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
-	stale_registration(&e, ctx, false);
-	stale_registration(&e, ctx, true);
-	munmap_under_traffic(&e, ctx);
-	read_only(&e, ctx);
+	stale_registration(e, ctx, false);
+	stale_registration(e, ctx, true);
+	munmap_under_traffic(e, ctx);
+	read_only(e, ctx);
 	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "uffd_events") > 0,
 		"the notifier saw no event");
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-memory");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-memory", .watchdog_s = 300,
+		.open = H_OPEN_BOTH, .body = memory_scenarios };
+
+	return h_main(argc, argv, &t);
 }

@@ -332,27 +332,21 @@ static void advise(struct h_env *e, struct odpemu_context **ctx)
 	munmap(l, LEN + 4096);
 }
 
-int main(int argc, char **argv)
+static void objects(struct h_env *e)
 {
-	struct odpemu_context *ctx[2];
-	struct h_env e;
+	struct odpemu_context **ctx = e->ctx;
 
-	(void)argc;
-	(void)argv;
-	h_up(&e, NULL, NULL, 300);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
 	queries(ctx[0]);
 	channel(ctx);
-	srq(&e, ctx);
-	ud(&e, ctx);
-	advise(&e, ctx);
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-objects");
+	srq(e, ctx);
+	ud(e, ctx);
+	advise(e, ctx);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-objects", .watchdog_s = 300,
+		.open = H_OPEN_BOTH, .body = objects };
+
+	return h_main(argc, argv, &t);
 }

@@ -29,10 +29,9 @@
 /* Initialised, so it lives in .data: a private mapping of the executable. */
 static uint8_t data_seg[LEN] __attribute__((aligned(4096))) = { 1 };
 
-static struct h_env env;
 static struct h_pair pair;
 static struct h_mem src;
-static struct t_rng rng;
+static struct t_rng *rng;	/* h_main's */
 
 static unsigned long long dev_counter(int side, const char *name)
 {
@@ -48,7 +47,7 @@ static void exchange(uint8_t *buf, const char *kind)
 	T_CHECK(dst.mr != NULL, "%s: reg_mr: %m (%s)", kind, odpemu_last_error(pair.s[1].ctx));
 	if (!dst.mr)
 		return;
-	h_data_ops(&pair, &src, &dst, LEN, kind, &rng);
+	h_data_ops(&pair, &src, &dst, LEN, kind, rng);
 	T_EQ(odpemu_dereg_mr(dst.mr), 0, "dereg_mr");
 }
 
@@ -178,17 +177,16 @@ static void shrunk(void)
 	close(fd);
 }
 
-int main(int argc, char **argv)
+static void every_kind(struct h_env *e)
 {
 	struct h_qp_opts o;
 	uint8_t *heap;
 
-	rng.s = t_seed(argc, argv, 11);
-	h_up(&env, NULL, NULL, 300);
+	rng = &e->rng;
 	h_qp_opts_default(&o);
-	if (h_pair_up(&env, &pair, &o)) {
-		h_down(&env);
-		return 1;
+	if (h_pair_up(e, &pair, &o)) {
+		T_CHECK(0, "pair up");
+		return;
 	}
 	src.buf = h_cold(4 * LEN);
 	src.mr = odpemu_reg_mr(pair.s[0].pd, src.buf, 4 * LEN, PIN_ACCESS);
@@ -200,6 +198,12 @@ int main(int argc, char **argv)
 	shared_kinds();
 	hugetlb();
 	shrunk();	/* last: its QP ends in the error state */
-	T_EQ(h_down(&env), 0, "daemons exited cleanly");
-	return t_done("e2e-pin-kinds");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "e2e-pin-kinds", .seed = 11, .watchdog_s = 300,
+		.open = H_OPEN_NONE, .body = every_kind };
+
+	return h_main(argc, argv, &t);
 }

@@ -21,11 +21,10 @@
 #define ALL_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
 		    ODPEMU_ACCESS_REMOTE_READ)
 
-static struct h_env env;
-static struct odpemu_context *ctx[2];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct worker {
+	struct h_env *e;	/* both devices open (e->ctx), shared by every worker */
 	int id;
 	unsigned long errors;
 	char why[160];
@@ -52,7 +51,8 @@ static void fail(struct worker *w, const char *why)
 /* Control requests interleaved with the other threads' traffic. */
 static void churn(struct worker *w, struct h_pair *p, void *buf)
 {
-	struct odpemu_pd *pd = odpemu_alloc_pd(ctx[w->id & 1]);
+	struct odpemu_context *ctx = w->e->ctx[w->id & 1];
+	struct odpemu_pd *pd = odpemu_alloc_pd(ctx);
 	struct odpemu_mr *mr = odpemu_reg_mr(p->s[1].pd, buf, 4096,
 					     ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
 
@@ -60,7 +60,7 @@ static void churn(struct worker *w, struct h_pair *p, void *buf)
 		char msg[150];
 
 		snprintf(msg, sizeof(msg), "%s under concurrency: %s (%.80s)", !pd ? "alloc_pd" :
-			 "reg_mr", strerror(errno), odpemu_last_error(ctx[w->id & 1]));
+			 "reg_mr", strerror(errno), odpemu_last_error(ctx));
 		fail(w, msg);
 	}
 	if (mr && odpemu_dereg_mr(mr))
@@ -72,7 +72,7 @@ static void churn(struct worker *w, struct h_pair *p, void *buf)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	struct h_pair p = { .s = { { .ctx = ctx[0] }, { .ctx = ctx[1] } } };
+	struct h_pair p = { .s = { { .ctx = w->e->ctx[0] }, { .ctx = w->e->ctx[1] } } };
 	struct h_qp_opts o;
 	uint8_t *l = mmap(NULL, 2 * LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *r = l + LEN;
@@ -81,7 +81,7 @@ static void *work(void *arg)
 
 	h_qp_opts_default(&o);
 	pthread_mutex_lock(&setup_lock);	/* h_pair_up's h_open is not for threads */
-	if (h_pair_up(&env, &p, &o))
+	if (h_pair_up(w->e, &p, &o))
 		fail(w, "pair up");
 	pthread_mutex_unlock(&setup_lock);
 	lmr = odpemu_reg_mr(p.s[0].pd, l, LEN, ALL_ACCESS | ODPEMU_ACCESS_ON_DEMAND);
@@ -111,31 +111,26 @@ static void *work(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+static void threads(struct h_env *e)
 {
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
 
-	(void)argc;
-	(void)argv;
-	h_up(&env, NULL, NULL, 300);
-	ctx[0] = h_open(&env, 0);
-	ctx[1] = h_open(&env, 1);
 	for (int i = 0; i < THREADS; i++) {
-		w[i] = (struct worker){ .id = i };
+		w[i] = (struct worker){ .e = e, .id = i };
 		T_CHECK(pthread_create(&t[i], NULL, work, &w[i]) == 0, "pthread_create");
 	}
 	for (int i = 0; i < THREADS; i++) {
 		pthread_join(t[i], NULL);
 		T_CHECK(w[i].errors == 0, "thread %d: %lu errors, first: %s", i, w[i].errors, w[i].why);
 	}
-	T_EQ(h_counter(ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "qps"), 0, "QPs left");
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&env, 0);
-		h_show_log(&env, 1);
-	}
-	T_EQ(h_down(&env), 0, "daemons that did not stop cleanly");
-	return t_done("emu-threads");
+	T_EQ(h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "qps"), 0, "QPs left");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-threads", .watchdog_s = 300,
+		.open = H_OPEN_BOTH, .body = threads };
+
+	return h_main(argc, argv, &t);
 }

@@ -71,19 +71,17 @@ static void touch_both(uint8_t *buf, struct odpemu_mr *mr_a, struct odpemu_mr *m
 		want, l0[0]);
 }
 
-int main(void)
+static void one_buffer_two_devices(struct h_env *e)
 {
-	struct h_env e;
 	struct h_qp_opts o;
 	struct odpemu_mr *mr_a, *mr_b, *m0, *m1;
 	uint8_t *buf, *l0, *l1;
 	unsigned long long inv_a, inv_b, faults_a, faults_b;
 
-	h_up(&e, NULL, NULL, 120);
 	h_qp_opts_default(&o);
-	if (h_pair_up(&e, &p, &o)) {
-		h_down(&e);
-		return 1;
+	if (h_pair_up(e, &p, &o)) {
+		T_CHECK(0, "pair up");
+		return;
 	}
 	buf = h_cold(LEN);
 	l0 = h_cold(LEN);
@@ -95,8 +93,7 @@ int main(void)
 	m1 = odpemu_reg_mr(p.s[1].pd, l1, LEN, PINNED);
 	if (!mr_a || !mr_b || !m0 || !m1) {
 		T_CHECK(0, "reg_mr: %m");
-		h_down(&e);
-		return t_done("e2e-two-devices");
+		return;
 	}
 	touch_both(buf, mr_a, mr_b, l0, m0, l1, m1, 0x11, "first");
 	faults_a = mr_ctr(0, mr_a, "page_faults");
@@ -122,6 +119,12 @@ int main(void)
 	odpemu_dereg_mr(m0);
 	odpemu_dereg_mr(m1);
 	h_pair_down(&p);
-	T_EQ(h_down(&e), 0, "daemons exited cleanly");
-	return t_done("e2e-two-devices");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "e2e-two-devices", .watchdog_s = 120,
+		.open = H_OPEN_NONE, .body = one_buffer_two_devices };
+
+	return h_main(argc, argv, &t);
 }

@@ -20,8 +20,6 @@ static const char *const kind_name[] = { "pinned", "odp", "implicit" };
 
 #define BUF (16u << 20)
 
-static struct t_rng rng;
-
 static struct odpemu_mr *reg(struct odpemu_pd *pd, void *buf, enum kind k)
 {
 	int acc = ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE |
@@ -61,7 +59,7 @@ static void one_combo(struct h_env *e, struct odpemu_context **ctx, enum kind k,
 	faults0 = h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "page_faults");
 	snprintf(tag, sizeof(tag), "%s/%s", kind_name[k], odpemu_fault_policy_str(pol));
 	for (unsigned i = 0; i < nsizes; i++)
-		h_data_ops(&p, &a, &b, sizes[i], tag, &rng);
+		h_data_ops(&p, &a, &b, sizes[i], tag, &e->rng);
 	h_atomic_ops(&p, &a, &b, tag);
 	faults1 = h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "page_faults");
 	if (k != PINNED)
@@ -77,27 +75,21 @@ static void one_combo(struct h_env *e, struct odpemu_context **ctx, enum kind k,
 	munmap(b.buf, BUF + 4096);
 }
 
-int main(int argc, char **argv)
+static void every_combo(struct h_env *e)
 {
 	static const uint32_t all[] = { 0, 1, 63, 4096, 4097, 65536, 1u << 20, 16u << 20 };
 	static const uint32_t few[] = { 0, 8, 4096, 65536 + 100 };
-	struct odpemu_context *ctx[2];
-	struct h_env e;
 
-	rng.s = t_seed(argc, argv, 5);
-	h_up(&e, NULL, NULL, 600);
-	ctx[0] = h_open(&e, 0);
-	ctx[1] = h_open(&e, 1);
 	for (enum kind k = PINNED; k <= IMPLICIT; k++) {
-		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_STALL, all, T_ARRAY_SIZE(all));
-		one_combo(&e, ctx, k, ODPEMU_FAULT_POLICY_RNR, few, T_ARRAY_SIZE(few));
+		one_combo(e, e->ctx, k, ODPEMU_FAULT_POLICY_STALL, all, T_ARRAY_SIZE(all));
+		one_combo(e, e->ctx, k, ODPEMU_FAULT_POLICY_RNR, few, T_ARRAY_SIZE(few));
 	}
-	odpemu_close_device(ctx[0]);
-	odpemu_close_device(ctx[1]);
-	if (t_failures) {
-		h_show_log(&e, 0);
-		h_show_log(&e, 1);
-	}
-	T_EQ(h_down(&e), 0, "daemons that did not stop cleanly");
-	return t_done("emu-verbs");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "emu-verbs", .seed = 5, .watchdog_s = 600,
+		.open = H_OPEN_BOTH, .body = every_combo };
+
+	return h_main(argc, argv, &t);
 }
