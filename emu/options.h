@@ -21,6 +21,7 @@ struct emu_options {
 	const char *rundir;		/* --rundir (else $ODPEMU_RUNDIR or the default) */
 	unsigned poll_us;		/* --poll-us: spin this long before sleeping */
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
+	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 };
 
 /* Parse argv. 0: run; 1: done (--help/--version printed, exit 0); -1: error printed to

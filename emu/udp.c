@@ -27,54 +27,12 @@
 static_assert(RX_BUF_LEN <= RX_STRIDE, "a provided buffer holds the largest datagram");
 static_assert((RX_BUFS & (RX_BUFS - 1)) == 0, "buffer ring size is a power of two");
 
-#define RX_BATCH 32u		/* fallback: datagrams per recvmmsg */
 #define RX_BUDGET 256u		/* fallback: datagrams per wakeup before the loop moves on */
 #define RX_ERR_STREAK 16u	/* failed arms in a row before multishot is given up */
 #define BUF_DEFAULT (8u << 20)	/* SO_RCVBUF/SO_SNDBUF: REFERENCE.md "This machine's limits" */
 #define BGID_MAX 64		/* buffer group ids tried: one per socket on a loop */
 
-union sa {
-	struct sockaddr sa;
-	struct sockaddr_in in;
-	struct sockaddr_in6 in6;
-};
-
-struct emu_udp {
-	struct emu_loop *loop;
-	struct emu_udp_config cfg;
-	int fd;
-	int family;
-	char name[INET6_ADDRSTRLEN + 16];
-	bool multishot;
-	struct emu_udp_stats st;
-
-	/* multishot recvmsg: the request, its msghdr (the kernel reads name and control
-	 * lengths from it) and the buffer ring, registered under group bgid */
-	struct emu_io rx_io;
-	struct msghdr rx_msg;
-	struct io_uring_buf_ring *br;
-	uint8_t *bufs;
-	int bgid;			/* -1: not registered */
-	unsigned rx_err_streak;
-
-	/* fallback: a multishot poll; a oneshot "kick" poll when a wakeup's budget ran out
-	 * with datagrams left, since the multishot poll reports only new arrivals */
-	struct emu_io poll_io, kick_io;
-	bool kick_armed;
-	struct mmsghdr rx_mm[RX_BATCH];
-	struct iovec rx_iov[RX_BATCH];
-	union sa rx_names[RX_BATCH];
-	uint8_t *rx_flat;
-
-	/* send batch */
-	unsigned tx_n;
-	struct mmsghdr tx_mm[EMU_UDP_TX_BATCH];
-	struct iovec tx_iov[EMU_UDP_TX_BATCH];
-	union sa tx_names[EMU_UDP_TX_BATCH];
-	uint8_t *tx_flat;
-};
-
-#define udp_of(ptr, member) ((struct emu_udp *)((char *)(ptr) - offsetof(struct emu_udp, member)))
+#include "udp_int.h"
 
 /* ---- addresses ---- */
 
@@ -92,8 +50,7 @@ static void format_name(struct emu_udp *u)
 	}
 }
 
-/* dst:port as a sockaddr of the socket's family; false if dst is of the other family. */
-static bool sockaddr_of(const struct emu_udp *u, const struct nic_gid *g, uint16_t port,
+bool emu_udp_sockaddr(const struct emu_udp *u, const struct nic_gid *g, uint16_t port,
 			union sa *out, socklen_t *len)
 {
 	memset(out, 0, sizeof(*out));
@@ -423,101 +380,6 @@ const char *emu_udp_name(const struct emu_udp *u)
 	return u->name;
 }
 
-/* ---- send ---- */
-
-static void tx_fail(struct emu_udp *u, int e)
-{
-	u->st.tx_errors++;
-	if (e == EMSGSIZE)
-		u->st.tx_err_emsgsize++;
-	else if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS)
-		u->st.tx_err_again++;
-}
-
-static void tx_sent(struct emu_udp *u, size_t len)
-{
-	u->st.tx_pkts++;
-	u->st.tx_bytes += len;
-}
-
-void emu_udp_flush(struct emu_udp *u)
-{
-	unsigned i = 0;
-
-	while (i < u->tx_n) {
-		int rc = sendmmsg(u->fd, u->tx_mm + i, u->tx_n - i, MSG_DONTWAIT);
-		int e = rc < 0 ? errno : EIO;
-		bool full = e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS;
-
-		if (rc > 0) {
-			for (int k = 0; k < rc; k++, i++)
-				tx_sent(u, u->tx_iov[i].iov_len);
-			continue;
-		}
-		if (e == EINTR)
-			continue;
-		/* Datagram i failed (the kernel reports the first failure only): drop it and go
-		 * on with the next. A full buffer will not drain while we loop: drop them all. */
-		do
-			tx_fail(u, e);
-		while (++i < u->tx_n && full);
-	}
-	u->tx_n = 0;
-}
-
-/* A datagram too long for a batch slot: on its own, after what is queued. */
-static void tx_single(struct emu_udp *u, const union sa *to, socklen_t tolen,
-		      const uint8_t *pkt, size_t len)
-{
-	ssize_t rc;
-
-	emu_udp_flush(u);
-	do
-		rc = sendto(u->fd, pkt, len, MSG_DONTWAIT, &to->sa, tolen);
-	while (rc < 0 && errno == EINTR);
-	if (rc < 0)
-		tx_fail(u, errno);
-	else
-		tx_sent(u, len);
-}
-
-void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
-		  const uint8_t *pkt, size_t len)
-{
-	union sa to;
-	socklen_t tolen;
-	unsigned n = u->tx_n;
-
-	if (!sockaddr_of(u, dst, dport ? dport : EMU_UDP_PORT, &to, &tolen)) {
-		tx_fail(u, EAFNOSUPPORT);
-		return;
-	}
-	if (len > EMU_UDP_MAX_DATAGRAM) {
-		tx_single(u, &to, tolen, pkt, len);
-		return;
-	}
-	memcpy(u->tx_iov[n].iov_base, pkt, len);
-	u->tx_iov[n].iov_len = len;
-	u->tx_names[n] = to;
-	u->tx_mm[n].msg_hdr.msg_namelen = tolen;
-	if (++u->tx_n == EMU_UDP_TX_BATCH)
-		emu_udp_flush(u);
-}
-
-static int tx_init(struct emu_udp *u)
-{
-	u->tx_flat = malloc((size_t)EMU_UDP_TX_BATCH * EMU_UDP_MAX_DATAGRAM);
-	if (!u->tx_flat)
-		return -ENOMEM;
-	for (unsigned i = 0; i < EMU_UDP_TX_BATCH; i++) {
-		u->tx_iov[i].iov_base = u->tx_flat + (size_t)i * EMU_UDP_MAX_DATAGRAM;
-		u->tx_mm[i].msg_hdr.msg_iov = &u->tx_iov[i];
-		u->tx_mm[i].msg_hdr.msg_iovlen = 1;
-		u->tx_mm[i].msg_hdr.msg_name = &u->tx_names[i];
-	}
-	return 0;
-}
-
 void emu_udp_stats(const struct emu_udp *u, struct emu_udp_stats *out)
 {
 	*out = u->st;
@@ -566,7 +428,7 @@ static int sock_bind(struct emu_udp *u, char *err, size_t errlen)
 	socklen_t len;
 	int e;
 
-	sockaddr_of(u, &u->cfg.local, u->cfg.port, &me, &len);
+	emu_udp_sockaddr(u, &u->cfg.local, u->cfg.port, &me, &len);
 	if (u->family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&me.in6.sin6_addr) && !u->cfg.ifindex) {
 		emu_say(err, errlen, "cannot bind %s: a link-local address needs its interface "
 		    "(--addr fe80::...%%IFNAME)", u->name);
@@ -627,11 +489,13 @@ int emu_udp_open(struct emu_loop *loop, const struct emu_udp_config *cfg, struct
 	u->fd = -1;
 	u->bgid = -1;
 	format_name(u);
-	rc = tx_init(u);
+	rc = emu_udp_tx_init(u);
 	if (rc)
 		emu_say(err, errlen, "out of memory for the UDP send batch");
 	if (!rc)
 		rc = sock_open(u, err, errlen);
+	if (!rc)
+		emu_udp_tx_probe(u);
 	if (!rc && (cfg->force_fallback || !ms_init(u))) {
 		rc = fallback_init(u);
 		if (rc)
@@ -664,6 +528,6 @@ void emu_udp_close(struct emu_udp *u)
 	}
 	ring_fini(u);
 	free(u->rx_flat);
-	free(u->tx_flat);
+	emu_udp_tx_fini(u);
 	free(u);
 }

@@ -14,8 +14,11 @@
  * EMU_UDP_MAX_DATAGRAM are truncated by the kernel, counted and dropped.
  *
  * SEND. emu_udp_send copies the datagram into a batch; emu_udp_flush (or a full batch) sends
- * it with one sendmmsg. A send never blocks: what the socket cannot take now is dropped and
- * counted, as a NIC drops on a full queue (the transport retransmits).
+ * it with one sendmmsg, where runs of datagrams to one peer of one length go as one
+ * UDP_SEGMENT (GSO) send each (udp_tx.c; IPv4 segments re-sealed for the Identification the
+ * cut gives them). A send never blocks: what the socket cannot take now is dropped and
+ * counted, as a NIC drops on a full queue (the transport retransmits). Where the kernel or
+ * the device refuses GSO, it is turned off (logged once) and the run goes one by one.
  *
  * THREADING. Everything runs on the loop's thread.
  */
@@ -52,6 +55,7 @@ struct emu_udp_config {
 	unsigned rcvbuf, sndbuf;	/* bytes; 0: 8 MiB asked (SO_*BUFFORCE as root, else
 					 * SO_*BUF, which the kernel caps at rmem_max/wmem_max) */
 	bool force_fallback;	/* tests: use the recvmmsg path even if multishot works */
+	bool no_gso;		/* send datagram by datagram (--no-gso: captures show packets) */
 	/* Each received datagram (the UDP payload), its source address (IPv4-mapped for
 	 * IPv4) and source port. pkt is valid only during the call. May call emu_udp_send. */
 	emu_udp_deliver_fn deliver;
@@ -88,6 +92,9 @@ void emu_udp_close(struct emu_udp *u);
 /* "multishot recvmsg + provided buffer ring" or "recvmmsg batch (fallback)". */
 const char *emu_udp_rx_path(const struct emu_udp *u);
 
+/* Whether sends use UDP segmentation offload now (off: cfg.no_gso, or refused). */
+bool emu_udp_gso(const struct emu_udp *u);
+
 /* The bound address and port, "127.0.0.1:4791" or "[fd00::1]:4791", for logs. */
 const char *emu_udp_name(const struct emu_udp *u);
 
@@ -117,7 +124,9 @@ void emu_udp_flush(struct emu_udp *u);
 	X(tx_bytes) \
 	X(tx_errors)		/* datagrams dropped on send, for any reason */ \
 	X(tx_err_emsgsize)	/* ... because larger than the path MTU (DF) */ \
-	X(tx_err_again)		/* ... because the socket's send buffer was full */
+	X(tx_err_again)		/* ... because the socket's send buffer was full */ \
+	X(tx_gso_sends)		/* UDP_SEGMENT sends of 2 or more datagrams */ \
+	X(tx_gso_refused)	/* ... refused by the kernel or device: GSO turned off */
 #define EMU_UDP_STAT_FIELD_(name) uint64_t name;
 struct emu_udp_stats {
 	EMU_UDP_STATS(EMU_UDP_STAT_FIELD_)

@@ -17,6 +17,7 @@ int nic_create(const struct nic_config *cfg, struct nic **out)
 	if (!nic)
 		return -ENOMEM;
 	nic->cfg = *cfg;
+	roce_icrc_ids_init(&nic->icrc_ids);
 	if (!nic->cfg.active_mtu)
 		nic->cfg.active_mtu = ODPEMU_MTU_4096;
 	if (!nic->cfg.stall_queue)	/* hold a whole window behind a fault (no go-back-N) */

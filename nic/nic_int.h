@@ -275,6 +275,7 @@ struct nic {
 	uint64_t now;			/* of the current entry point */
 	unsigned depth;			/* re-entrancy guard for run_queue */
 	uint8_t pkt[NIC_PKT_MAX];	/* transmit scratch */
+	struct roce_icrc_ids icrc_ids;	/* receive: IPv4 Identification corrections */
 };
 
 /* device.c */
@@ -348,7 +349,7 @@ void nic_fault_cancel(struct nic_fault *f);
 /* wire.c */
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
 	     const void *payload, uint32_t len);
-bool nic_icrc_ok_from(const struct nic *nic, const struct nic_gid *src, uint16_t sport,
+bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
 		      const uint8_t *pkt, size_t len);
 
 /* req.c / comp.c / resp.c */

@@ -36,36 +36,54 @@ static uint16_t dport_of(const struct nic *nic)
 	return nic->cfg.udp_dport ? nic->cfg.udp_dport : ROCE_UDP_PORT;
 }
 
-/* Seal (seal true) or check the ICRC of a packet of the flow src:sport -> dst:dport. */
-static bool icrc(const struct nic_gid *src, uint16_t sport, const struct nic_gid *dst,
-		 uint16_t dport, uint8_t *pkt, size_t len, bool seal)
+static void flow4_of(struct roce_flow4 *f, const struct nic_gid *src, uint16_t sport,
+		     const struct nic_gid *dst, uint16_t dport)
 {
-	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
-		struct roce_flow4 f = { .sport = sport, .dport = dport };
-
-		memcpy(&f.saddr, src->raw + 12, 4);
-		memcpy(&f.daddr, dst->raw + 12, 4);
-		if (!seal)
-			return roce_icrc4_ok(&f, pkt, len);
-		roce_icrc4_seal(&f, pkt, len);
-	} else {
-		struct roce_flow6 f = { .sport = sport, .dport = dport };
-
-		memcpy(f.saddr, src->raw, 16);
-		memcpy(f.daddr, dst->raw, 16);
-		if (!seal)
-			return roce_icrc6_ok(&f, pkt, len);
-		roce_icrc6_seal(&f, pkt, len);
-	}
-	return true;
+	*f = (struct roce_flow4){ .sport = sport, .dport = dport };
+	memcpy(&f->saddr, src->raw + 12, 4);
+	memcpy(&f->daddr, dst->raw + 12, 4);
 }
 
-bool nic_icrc_ok_from(const struct nic *nic, const struct nic_gid *src, uint16_t sport,
+static void flow6_of(struct roce_flow6 *f, const struct nic_gid *src, uint16_t sport,
+		     const struct nic_gid *dst, uint16_t dport)
+{
+	*f = (struct roce_flow6){ .sport = sport, .dport = dport };
+	memcpy(f->saddr, src->raw, 16);
+	memcpy(f->daddr, dst->raw, 16);
+}
+
+/* Seal as sent on its own: IPv4 Identification 0 (a segmentation offload below re-seals
+ * the segments it numbers, icrc.h). */
+static void seal(const struct nic_gid *src, uint16_t sport, const struct nic_gid *dst,
+		 uint16_t dport, uint8_t *pkt, size_t len)
+{
+	struct roce_flow4 f4;
+	struct roce_flow6 f6;
+
+	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
+		flow4_of(&f4, src, sport, dst, dport);
+		roce_icrc4_seal(&f4, pkt, len);
+	} else {
+		flow6_of(&f6, src, sport, dst, dport);
+		roce_icrc6_seal(&f6, pkt, len);
+	}
+}
+
+/* IPv4: any Identification a segmentation offload numbers (0 .. ROCE_ICRC_MAX_ID-1), since
+ * a UDP socket never sees it; IPv6 has none. */
+bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
 		      const uint8_t *pkt, size_t len)
 {
-	/* the check only reads the packet */
-	return icrc(src, sport, &nic->cfg.gid, dport_of(nic), (uint8_t *)(uintptr_t)pkt, len,
-		    false);
+	struct roce_flow4 f4;
+	struct roce_flow6 f6;
+	uint16_t id;
+
+	if (nic_gid_is_v4(src) && nic_gid_is_v4(&nic->cfg.gid)) {
+		flow4_of(&f4, src, sport, &nic->cfg.gid, dport_of(nic));
+		return roce_icrc4_ok_any_id(&nic->icrc_ids, &f4, pkt, len, &id);
+	}
+	flow6_of(&f6, src, sport, &nic->cfg.gid, dport_of(nic));
+	return roce_icrc6_ok(&f6, pkt, len);
 }
 
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
@@ -76,7 +94,7 @@ int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr
 
 	if (n < 0)
 		return (int)n;
-	icrc(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), nic->pkt, (size_t)n, true);
+	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), nic->pkt, (size_t)n);
 	nic->ctr.pkts_sent++;
 	qp->ctr.pkts_sent++;
 	qp->ctr.bytes_sent += (uint64_t)n;

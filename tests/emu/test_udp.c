@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* emu/udp: two sockets (127.0.0.1 and 127.0.0.2, each on its own emu_loop, one thread)
- * exchange datagrams of mixed sizes on both receive paths; a burst larger than the buffer
- * ring; oversized datagrams; a second socket on a taken address; close with completions
- * still queued; IPv6. Runs in a private network namespace when it can (port 4791, nothing
- * shared with the host), else on the host's lo with a port of its own. */
+ * exchange datagrams of mixed sizes on both receive paths, with segmentation offload on
+ * and off (the segments' ICRCs re-sealed for their IPv4 Identification); a burst larger
+ * than the buffer ring; oversized datagrams; a second socket on a taken address; close
+ * with completions still queued; IPv6. Runs in a private network namespace when it can
+ * (port 4791, nothing shared with the host), else on the host's lo with a port of its own. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_ether.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "icrc.h"
 #include "loop.h"
 #include "t.h"
 #include "tnet.h"
@@ -30,6 +32,7 @@
 static uint64_t seed;
 static uint16_t port = EMU_UDP_PORT;
 static bool in_netns = true;	/* false: on the host's lo, maybe not root */
+static bool no_gso;		/* peer_open: cfg.no_gso */
 
 struct peer {
 	struct emu_loop loop;
@@ -40,6 +43,8 @@ struct peer {
 	uint32_t next;			/* next sequence number expected */
 	unsigned bad;
 	bool count_only;		/* take any datagram: count it */
+	struct roce_icrc_ids ids;	/* checking the ICRC of segments (Identification k) */
+	uint16_t ids_seen[COUNT];	/* the Identification each datagram was sealed for */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -79,22 +84,66 @@ static void fill(uint8_t *buf, uint32_t seq, size_t len)
 	t_fill(&r, buf + 8, len - 8);
 }
 
+/* Datagrams of 16 bytes or more carry an ICRC over the flow, as RoCE packets do, so the
+ * sender's segmentation offload re-seals them (udp_tx.c) and the receiver checks that. */
+static void flows(const struct peer *from, const struct peer *to, struct roce_flow4 *f4,
+		  struct roce_flow6 *f6)
+{
+	*f4 = (struct roce_flow4){ .sport = from->port, .dport = to->port };
+	memcpy(&f4->saddr, from->gid.raw + 12, 4);
+	memcpy(&f4->daddr, to->gid.raw + 12, 4);
+	*f6 = (struct roce_flow6){ .sport = from->port, .dport = to->port };
+	memcpy(f6->saddr, from->gid.raw, 16);
+	memcpy(f6->daddr, to->gid.raw, 16);
+}
+
+static void seal_for(const struct peer *from, const struct peer *to, uint8_t *buf, size_t len)
+{
+	struct roce_flow4 f4;
+	struct roce_flow6 f6;
+
+	flows(from, to, &f4, &f6);
+	if (nic_gid_is_v4(&to->gid))
+		roce_icrc4_seal(&f4, buf, len);
+	else
+		roce_icrc6_seal(&f6, buf, len);
+}
+
+static bool sealed_ok(struct peer *to, const uint8_t *pkt, size_t len, uint16_t *id)
+{
+	struct roce_flow4 f4;
+	struct roce_flow6 f6;
+
+	*id = 0;
+	if (len < 16)
+		return true;
+	flows(to->from, to, &f4, &f6);
+	if (nic_gid_is_v4(&to->gid))
+		return roce_icrc4_ok_any_id(&to->ids, &f4, pkt, len, id);
+	return roce_icrc6_ok(&f6, pkt, len);
+}
+
 static void on_rx(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
 		  uint16_t sport)
 {
+	uint16_t id;
 	static uint8_t want[EMU_UDP_MAX_DATAGRAM];
 	struct peer *p = arg;
 	bool ok;
 
 	if (p->count_only) {
+		if (!sealed_ok(p, pkt, len, &id) && p->bad++ < 5)
+			T_CHECK(0, "peer %u: datagram %u: ICRC wrong", p->port, p->next);
+		p->ids_seen[p->next % COUNT] = id;
 		p->next++;
 		return;
 	}
-	ok = len >= 8 && get32(pkt) == p->next && len == size_of(p->next);
-
+	ok = len >= 8 && get32(pkt) == p->next && len == size_of(p->next) &&
+	     sealed_ok(p, pkt, len, &id);
 	if (ok) {
 		fill(want, p->next, len);
-		ok = !memcmp(want, pkt, len);
+		ok = !memcmp(want, pkt, len < 16 ? len : len - 4);
+		p->ids_seen[p->next % COUNT] = id;
 	}
 	ok = ok && !memcmp(src, &p->from->gid, sizeof(*src)) && sport == p->from->port;
 	if (!ok && p->bad++ < 5)
@@ -107,10 +156,11 @@ static int peer_open(struct peer *p, struct nic_gid gid, uint16_t pt, bool fallb
 		     char *err, size_t errlen)
 {
 	struct emu_udp_config c = { .local = gid, .port = pt, .force_fallback = fallback,
-		.deliver = on_rx, .deliver_arg = p };
+		.no_gso = no_gso, .deliver = on_rx, .deliver_arg = p };
 	int rc;
 
 	memset(p, 0, sizeof(*p));
+	roce_icrc_ids_init(&p->ids);
 	p->gid = gid;
 	p->port = pt;
 	rc = emu_loop_init(&p->loop, LOOP_ENTRIES);
@@ -148,6 +198,8 @@ static void send_seq(struct peer *from, const struct peer *to, uint32_t seq)
 	size_t len = size_of(seq);
 
 	fill(buf, seq, len);
+	if (len >= 16)
+		seal_for(from, to, buf, len);
 	emu_udp_send(from->u, &to->gid, to->port, buf, len);
 }
 
@@ -225,6 +277,7 @@ static void test_burst(bool fallback)
 	memset(buf, 0, sizeof(buf));
 	for (uint32_t i = 0; i < n; i++) {
 		put32(buf, i);
+		seal_for(&a, &b, buf, sizeof(buf));
 		emu_udp_send(a.u, &b.gid, b.port, buf, sizeof(buf));
 	}
 	emu_udp_flush(a.u);
@@ -293,8 +346,9 @@ static void test_truncated(bool fallback)
 	peer_close(&b);
 }
 
-/* What the ICRC assumes of IPv4 (REFERENCE.md): DF set and IP ID 0 on every datagram.
- * Read back from lo with a packet socket (root, so only in the private namespace). */
+/* What the ICRC assumes of IPv4 (REFERENCE.md): DF set and IP ID 0 on every datagram sent
+ * on its own (no_gso; test_gso covers the segments' Identifications). Read back from lo
+ * with a packet socket (root, so only in the private namespace). */
 static void test_df_id0(void)
 {
 	struct peer a, b;
@@ -307,10 +361,13 @@ static void test_df_id0(void)
 		printf("df-id0: skipped (no packet socket: %s)\n", strerror(errno));
 		return;
 	}
+	no_gso = true;
 	if (!pair_open(&a, &b, false)) {
+		no_gso = false;
 		close(ps);
 		return;
 	}
+	no_gso = false;
 	for (uint32_t i = 0; i < 4; i++)
 		send_seq(&a, &b, i);
 	emu_udp_flush(a.u);
@@ -409,8 +466,53 @@ static void test_ipv6(void)
 	peer_close(&b);
 }
 
+/* One flush of 40 datagrams of 1000 bytes and a last one of 500: one UDP_SEGMENT send
+ * (the kernel lets the last segment be short), cut by the kernel into 41 datagrams whose
+ * IPv4 Identification is their index, which their ICRCs were re-sealed for. With no_gso:
+ * 41 sends, each sealed for 0. */
+static void test_gso(bool off)
+{
+	struct peer a, b;
+	struct emu_udp_stats s;
+	static uint8_t buf[1000];
+	const uint32_t n = 41;
+	uint64_t end = emu_now_ns() + 10000000000ull;
+	unsigned wrong = 0;
+
+	no_gso = off;
+	if (!pair_open(&a, &b, false)) {
+		no_gso = false;
+		return;
+	}
+	no_gso = false;
+	T_CHECK(emu_udp_gso(a.u) == !off, "GSO %s", off ? "off" : "on");
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = i + 1 < n ? sizeof(buf) : 500;
+
+		memset(buf, (int)i, len);
+		put32(buf, i);
+		seal_for(&a, &b, buf, len);
+		emu_udp_send(a.u, &b.gid, b.port, buf, len);
+	}
+	emu_udp_flush(a.u);
+	emu_udp_stats(a.u, &s);
+	T_EQ(s.tx_pkts, n, "segments sent");
+	T_EQ(s.tx_gso_sends, off ? 0 : 1, "one UDP_SEGMENT send");
+	b.count_only = true;
+	while (b.next < n && emu_now_ns() < end)
+		emu_loop_run_once(&b.loop, emu_now_ns() + 1000000);
+	T_EQ(b.next, n, "segments delivered");
+	for (uint32_t i = 0; i < n && i < COUNT; i++)
+		wrong += b.ids_seen[i] != (off ? 0 : i);
+	T_EQ(wrong, 0, "each segment's ICRC is for the Identification the kernel gave it");
+	peer_close(&a);
+	peer_close(&b);
+}
+
 static int udp_body(void)
 {
+	test_gso(false);
+	test_gso(true);
 	test_exchange(false);
 	test_exchange(true);
 	test_burst(false);

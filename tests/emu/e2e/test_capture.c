@@ -170,6 +170,8 @@ static bool file_has(const char *path, const char *needle)
 
 /* ---- the capture ---- */
 
+static bool no_gso;	/* the daemons run with --no-gso */
+
 struct capture {
 	pid_t pid;
 	char file[200], err[200];	/* in the harness's run directory: removed with it */
@@ -488,6 +490,44 @@ static void check_icrc(struct h_env *e, const char *file)
 	}
 }
 
+/* ---- segmentation offload: one frame per packet ---- */
+
+/* odpemu-gso-split writes the capture as the cut makes it (one frame per RoCEv2 packet);
+ * returns the super-frames it split, or -1. With GSO on (the default) some message must
+ * have gone as one; with --no-gso none may. */
+static long split_capture(struct h_env *e, const char *in, const char *out)
+{
+	const char *tool = getenv("ODPEMU_GSO_SPLIT");
+	char port[16], log[240], line[512];
+	long frames = -1, supers = -1, packets = -1, unsplit = -1, bad = -1;
+	FILE *f;
+
+	T_CHECK(tool && *tool, "$ODPEMU_GSO_SPLIT (tools/odpemu-gso-split) is not set: run this "
+		"test through meson test");
+	if (!tool || !*tool)
+		return -1;
+	snprintf(port, sizeof(port), "%u", e->port);
+	snprintf(log, sizeof(log), "%s/gso-split.out", e->rundir);
+	{
+		const char *argv[] = { "python3", tool, "--port", port, in, out, NULL };
+
+		T_CHECK(run_tool(argv, log, NULL), "odpemu-gso-split failed on the capture");
+	}
+	f = fopen(log, "r");
+	if (f && fgets(line, sizeof(line), f))
+		sscanf(line, "odpemu-gso-split: %ld frames read, %ld super-frames split into %ld "
+		       "packets, %*d frames written, %ld not splittable, %ld segments", &frames,
+		       &supers, &packets, &unsplit, &bad);
+	if (f)
+		fclose(f);
+	printf("gso split: %ld frames, %ld super-frames split into %ld packets, %ld not "
+	       "splittable, %ld segments with a wrong ICRC\n", frames, supers, packets, unsplit,
+	       bad);
+	T_EQ(unsplit, 0, "super-frames the split could not cut");
+	T_EQ(bad, 0, "segments whose ICRC is wrong for their Identification");
+	return supers;
+}
+
 static void report(const struct decode *d)
 {
 	printf("tshark: %lu RoCEv2 packets, %lu not InfiniBand, %lu malformed, %lu expert "
@@ -535,10 +575,20 @@ static void capture_conformance(struct h_env *e)
 	ctx[0] = ctx[1] = NULL;
 	t1 = ms_now();
 	if (capture_stop(&cap)) {
+		char split[240];
+		long supers;
+
 		capture_drops(&cap);
-		if (decode_capture(e, cap.file, &d))
+		snprintf(split, sizeof(split), "%s/capture-split.pcap", e->rundir);
+		supers = split_capture(e, cap.file, split);
+		if (no_gso)
+			T_EQ(supers, 0, "--no-gso: every frame holds one packet");
+		else
+			T_CHECK(supers > 0, "GSO on: some run of packets left as one send (%ld)",
+				supers);
+		if (decode_capture(e, split, &d))
 			report(&d);
-		check_icrc(e, cap.file);
+		check_icrc(e, split);
 	}
 	t2 = ms_now();
 	keep_capture(&cap);
@@ -547,8 +597,16 @@ static void capture_conformance(struct h_env *e)
 
 int main(int argc, char **argv)
 {
-	static const struct h_test t = { .name = "emu-capture", .seed = 11, .watchdog_s = 300,
+	static const char *const gso_off[] = { "--no-gso", NULL };
+	struct h_test t = { .name = "emu-capture", .seed = 11, .watchdog_s = 300,
 		.open = H_OPEN_NONE, .body = capture_conformance };
 
+	/* ODPEMU_TEST_NO_GSO=1 (e2e-capture-no-gso): the daemons send datagram by datagram,
+	 * what a user asks for with --no-gso to read a capture frame by frame. */
+	no_gso = getenv("ODPEMU_TEST_NO_GSO") && *getenv("ODPEMU_TEST_NO_GSO") == '1';
+	if (no_gso) {
+		t.name = "emu-capture-no-gso";
+		t.daemon_args[0] = t.daemon_args[1] = gso_off;
+	}
 	return h_main(argc, argv, &t);
 }
