@@ -69,14 +69,14 @@ static int copy_extents(struct nic_qp *qp, const struct iopt_xlate *x, uint8_t *
 	return 0;
 }
 
-enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
-			       void *buf, uint32_t len, bool to_mem, unsigned access)
+/* nic_dma_mr once the slot's failure is taken (nic_dma_sge takes it once for all SGEs). */
+static enum nic_dma_result dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+				  void *buf, uint32_t len, bool to_mem, unsigned access)
 {
 	enum nic_dma_result res = NIC_DMA_OK;
 	uint64_t done = 0;
 	struct iopt_dma dma;
 
-	take_failure(c);
 	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
 		return NIC_DMA_RANGE;
 	iopt_dma_begin(mr->iopt, &dma);
@@ -96,6 +96,13 @@ enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_
 	if (res == NIC_DMA_FAULT)
 		res = raise_fault(c, mr, (va + done) & ~NIC_PAGE_MASK, len - done, access);
 	return res;
+}
+
+enum nic_dma_result nic_dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
+			       void *buf, uint32_t len, bool to_mem, unsigned access)
+{
+	take_failure(c);
+	return dma_mr(c, mr, va, buf, len, to_mem, access);
 }
 
 /* Check that [va, va+len) translates for access, raising a fault at the first miss, without
@@ -175,8 +182,8 @@ enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge
 		n = sge[i].length - off < len ? sge[i].length - off : len;
 		res = sge_mr(c->qp, &sge[i], to_mem, &mr);
 		if (res == NIC_DMA_OK)
-			res = nic_dma_mr(c, mr, sge[i].addr + off, b, n, to_mem,
-					 to_mem ? IOPT_WRITE : IOPT_READ);
+			res = dma_mr(c, mr, sge[i].addr + off, b, n, to_mem,
+				     to_mem ? IOPT_WRITE : IOPT_READ);
 		if (res != NIC_DMA_OK)
 			return res;
 		b += n;
