@@ -133,15 +133,16 @@ static int create_nic(struct emu_daemon *d)
 static int open_udp(struct emu_daemon *d)
 {
 	struct emu_udp_config cfg = { .local = d->gid, .port = d->opt.port,
-		.ifindex = d->netdev.ifindex, .no_gso = d->opt.no_gso, .deliver = deliver_packet,
-		.deliver_arg = d };
+		.ifindex = d->netdev.ifindex, .no_gso = d->opt.no_gso, .no_gro = d->opt.no_gro,
+		.deliver = deliver_packet, .deliver_arg = d };
 	char err[256] = "";
 	int rc = emu_udp_open(&d->loop, &cfg, &d->udp, err, sizeof(err));
 
 	if (rc)
 		emu_log(EMU_LOG_ERR, "%s", err);
 	else
-		emu_log(EMU_LOG_INFO, "UDP receive path: %s; send: %s", emu_udp_rx_path(d->udp),
+		emu_log(EMU_LOG_INFO, "UDP receive: %s%s; send: %s", emu_udp_rx_path(d->udp),
+			emu_udp_gro(d->udp) ? " with UDP_GRO" : "",
 			emu_udp_gso(d->udp) ? "sendmmsg with UDP segmentation offload"
 					    : "sendmmsg, datagram by datagram");
 	return rc;

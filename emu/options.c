@@ -42,6 +42,7 @@ static void usage(FILE *f)
 "  --poll-us N            busy-poll this long before sleeping (default 50)\n"
 "  --no-gso               send datagram by datagram, without UDP segmentation offload\n"
 "                         (a capture then shows one RoCEv2 packet per frame)\n"
+"  --no-gro               receive datagram by datagram, without UDP_GRO coalescing\n"
 "  --rundir DIR           where the control socket goes (default $ODPEMU_RUNDIR, else\n"
 "                         /run/odpemu as root, $XDG_RUNTIME_DIR/odpemu otherwise)\n"
 "  --foreground           stay in the foreground, log to stderr (default: detach once\n"
@@ -54,7 +55,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
-	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO,
+	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
 	OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
@@ -73,6 +74,7 @@ static const struct option longopts[] = {
 	{ "poll-us", required_argument, NULL, OPT_POLL },
 	{ "fault-around", required_argument, NULL, OPT_AROUND },
 	{ "no-gso", no_argument, NULL, OPT_NO_GSO },
+	{ "no-gro", no_argument, NULL, OPT_NO_GRO },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -166,6 +168,7 @@ static int one(struct emu_options *o, int c, const char *arg)
 		return 0;
 	case OPT_RUNDIR: o->rundir = arg; return 0;
 	case OPT_NO_GSO: o->no_gso = true; return 0;
+	case OPT_NO_GRO: o->no_gro = true; return 0;
 	case OPT_POLL:
 		if (parse_u64(arg, 0, 1000000, &v))
 			return bad("--poll-us '%s': want 0..1000000", arg);

@@ -22,6 +22,7 @@ struct emu_options {
 	unsigned poll_us;		/* --poll-us: spin this long before sleeping */
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
+	bool no_gro;			/* --no-gro: no UDP_GRO on receive */
 };
 
 /* Parse argv. 0: run; 1: done (--help/--version printed, exit 0); -1: error printed to

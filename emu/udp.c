@@ -17,14 +17,17 @@
 #include <unistd.h>
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 
 #define RX_BUFS 256u		/* provided buffers; a power of two (the ring's mask) */
-#define RX_STRIDE 4608u		/* bytes between buffers: 64-byte aligned */
-/* What a multishot recvmsg writes in front of the payload: its header and the address. */
-#define RX_HDR (sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6))
-#define RX_BUF_LEN ((unsigned)(RX_HDR + EMU_UDP_MAX_DATAGRAM))
-static_assert(RX_BUF_LEN <= RX_STRIDE, "a provided buffer holds the largest datagram");
+/* What a multishot recvmsg writes in front of the payload: its header, the address and the
+ * control messages (UDP_GRO's segment size). */
+#define RX_HDR (sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) + \
+		sizeof(union gro_cmsg))
+/* The largest payload one receive holds: one datagram, or with UDP_GRO a coalesced run. */
+#define RX_MAX_PLAIN EMU_UDP_MAX_DATAGRAM
+#define RX_MAX_GRO 65536u
 static_assert((RX_BUFS & (RX_BUFS - 1)) == 0, "buffer ring size is a power of two");
 
 #define RX_BUDGET 256u		/* fallback: datagrams per wakeup before the loop moves on */
@@ -94,8 +97,24 @@ static bool source_of(const void *name, size_t len, struct nic_gid *g, uint16_t 
 
 /* ---- receive, common ---- */
 
+/* One datagram to nic/; longer than EMU_UDP_MAX_DATAGRAM (possible inside a coalesced run,
+ * whose buffer is larger) it is dropped as the kernel truncates it otherwise. */
+static void deliver_one(struct emu_udp *u, const uint8_t *pkt, size_t len,
+			const struct nic_gid *src, uint16_t sport)
+{
+	if (len > EMU_UDP_MAX_DATAGRAM) {
+		u->st.rx_truncated++;
+		return;
+	}
+	u->st.rx_pkts++;
+	u->st.rx_bytes += len;
+	u->cfg.deliver(u->cfg.deliver_arg, pkt, len, src, sport);
+}
+
+/* One received buffer: a datagram, or with UDP_GRO (gso_size > 0) a run of datagrams of
+ * gso_size bytes (the last may be shorter) that the kernel coalesced: cut back here. */
 static void rx_one(struct emu_udp *u, const uint8_t *pkt, size_t len, const void *name,
-		   size_t namelen, bool truncated)
+		   size_t namelen, bool truncated, unsigned gso_size)
 {
 	struct nic_gid src;
 	uint16_t sport;
@@ -108,9 +127,28 @@ static void rx_one(struct emu_udp *u, const uint8_t *pkt, size_t len, const void
 		u->st.rx_errors++;
 		return;
 	}
-	u->st.rx_pkts++;
-	u->st.rx_bytes += len;
-	u->cfg.deliver(u->cfg.deliver_arg, pkt, len, &src, sport);
+	if (!gso_size || gso_size >= len) {
+		deliver_one(u, pkt, len, &src, sport);
+		return;
+	}
+	u->st.rx_gro_bufs++;
+	for (size_t off = 0; off < len; off += gso_size)
+		deliver_one(u, pkt + off, len - off < gso_size ? len - off : gso_size, &src, sport);
+}
+
+/* The segment size UDP_GRO reports for a coalesced buffer, 0 for a plain datagram. */
+static unsigned gro_size_of(struct msghdr *h)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		int v;
+
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(v))) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 ? (unsigned)v : 0;
+		}
+	}
+	return 0;
 }
 
 /* ---- receive, fallback: multishot poll + recvmmsg ---- */
@@ -119,6 +157,7 @@ static void rx_reset_batch(struct emu_udp *u)
 {
 	for (unsigned i = 0; i < RX_BATCH; i++) {
 		u->rx_mm[i].msg_hdr.msg_namelen = sizeof(u->rx_names[i]);
+		u->rx_mm[i].msg_hdr.msg_controllen = u->gro ? sizeof(u->rx_ctl[i]) : 0;
 		u->rx_mm[i].msg_hdr.msg_flags = 0;
 	}
 }
@@ -141,10 +180,11 @@ static bool rx_drain(struct emu_udp *u)
 			return true;
 		}
 		for (int i = 0; i < got; i++) {
-			const struct msghdr *h = &u->rx_mm[i].msg_hdr;
+			struct msghdr *h = &u->rx_mm[i].msg_hdr;
 
 			rx_one(u, u->rx_iov[i].iov_base, u->rx_mm[i].msg_len, h->msg_name,
-			       h->msg_namelen, h->msg_flags & MSG_TRUNC);
+			       h->msg_namelen, h->msg_flags & MSG_TRUNC,
+			       u->gro ? gro_size_of(h) : 0);
 		}
 		done += (unsigned)got;
 		if ((unsigned)got < RX_BATCH)
@@ -187,12 +227,15 @@ static void kick_cb(struct emu_io *io, const struct io_uring_cqe *cqe)
 
 static int fallback_init(struct emu_udp *u)
 {
-	u->rx_flat = malloc((size_t)RX_BATCH * EMU_UDP_MAX_DATAGRAM);
+	size_t max = u->gro ? RX_MAX_GRO : RX_MAX_PLAIN;
+
+	u->rx_flat = malloc((size_t)RX_BATCH * max);
 	if (!u->rx_flat)
 		return -ENOMEM;
 	for (unsigned i = 0; i < RX_BATCH; i++) {
-		u->rx_iov[i].iov_base = u->rx_flat + (size_t)i * EMU_UDP_MAX_DATAGRAM;
-		u->rx_iov[i].iov_len = EMU_UDP_MAX_DATAGRAM;
+		u->rx_iov[i].iov_base = u->rx_flat + (size_t)i * max;
+		u->rx_iov[i].iov_len = max;
+		u->rx_mm[i].msg_hdr.msg_control = u->rx_ctl[i].buf;
 		u->rx_mm[i].msg_hdr.msg_iov = &u->rx_iov[i];
 		u->rx_mm[i].msg_hdr.msg_iovlen = 1;
 		u->rx_mm[i].msg_hdr.msg_name = &u->rx_names[i];
@@ -214,14 +257,14 @@ static void ring_fini(struct emu_udp *u)
 	if (u->br)
 		munmap(u->br, RX_BUFS * sizeof(struct io_uring_buf));
 	if (u->bufs)
-		munmap(u->bufs, (size_t)RX_BUFS * RX_STRIDE);
+		munmap(u->bufs, (size_t)RX_BUFS * u->rx_stride);
 	u->br = NULL;
 	u->bufs = NULL;
 }
 
 static void ring_recycle(struct emu_udp *u, unsigned bid)
 {
-	io_uring_buf_ring_add(u->br, u->bufs + (size_t)bid * RX_STRIDE, RX_BUF_LEN,
+	io_uring_buf_ring_add(u->br, u->bufs + (size_t)bid * u->rx_stride, u->rx_stride,
 			      (unsigned short)bid, io_uring_buf_ring_mask(RX_BUFS), 0);
 	io_uring_buf_ring_advance(u->br, 1);
 }
@@ -238,7 +281,9 @@ static int ring_init(struct emu_udp *u)
 	if (p == MAP_FAILED)
 		return -errno;
 	u->br = p;
-	p = mmap(NULL, (size_t)RX_BUFS * RX_STRIDE, PROT_READ | PROT_WRITE,
+	/* 64-byte aligned buffers, each holding the largest receive with what precedes it */
+	u->rx_stride = (unsigned)((RX_HDR + (u->gro ? RX_MAX_GRO : RX_MAX_PLAIN) + 63) & ~63ul);
+	p = mmap(NULL, (size_t)RX_BUFS * u->rx_stride, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -257,7 +302,7 @@ static int ring_init(struct emu_udp *u)
 		return rc;
 	io_uring_buf_ring_init(u->br);
 	for (unsigned bid = 0; bid < RX_BUFS; bid++)
-		io_uring_buf_ring_add(u->br, u->bufs + (size_t)bid * RX_STRIDE, RX_BUF_LEN,
+		io_uring_buf_ring_add(u->br, u->bufs + (size_t)bid * u->rx_stride, u->rx_stride,
 				      (unsigned short)bid, io_uring_buf_ring_mask(RX_BUFS),
 				      (int)bid);
 	io_uring_buf_ring_advance(u->br, (int)RX_BUFS);
@@ -274,9 +319,25 @@ static void ms_arm(struct emu_udp *u)
 	io_uring_sqe_set_data(sqe, &u->rx_io);
 }
 
+/* UDP_GRO's segment size in a multishot buffer's control messages (0: none). */
+static unsigned ms_gro_size(struct emu_udp *u, struct io_uring_recvmsg_out *o)
+{
+	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, &u->rx_msg); c;
+	     c = io_uring_recvmsg_cmsg_nexthdr(o, &u->rx_msg, c)) {
+		int v;
+
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(v))) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 ? (unsigned)v : 0;
+		}
+	}
+	return 0;
+}
+
 static void ms_buffer(struct emu_udp *u, unsigned bid, int res)
 {
-	uint8_t *buf = u->bufs + (size_t)bid * RX_STRIDE;
+	uint8_t *buf = u->bufs + (size_t)bid * u->rx_stride;
 	struct io_uring_recvmsg_out *o = io_uring_recvmsg_validate(buf, res, &u->rx_msg);
 
 	if (!o) {
@@ -287,7 +348,7 @@ static void ms_buffer(struct emu_udp *u, unsigned bid, int res)
 	       io_uring_recvmsg_payload_length(o, res, &u->rx_msg),
 	       io_uring_recvmsg_name(o),
 	       o->namelen < u->rx_msg.msg_namelen ? o->namelen : u->rx_msg.msg_namelen,
-	       o->flags & MSG_TRUNC);
+	       o->flags & MSG_TRUNC, u->gro ? ms_gro_size(u, o) : 0);
 }
 
 /* The request is over (no F_MORE) with an error: a kernel that cannot do multishot
@@ -353,6 +414,7 @@ static bool ms_init(struct emu_udp *u)
 {
 	memset(&u->rx_msg, 0, sizeof(u->rx_msg));
 	u->rx_msg.msg_namelen = sizeof(struct sockaddr_in6);
+	u->rx_msg.msg_controllen = u->gro ? sizeof(union gro_cmsg) : 0;
 	u->rx_io.fn = rx_cb;
 	if (ring_init(u)) {
 		ring_fini(u);
@@ -373,6 +435,11 @@ const char *emu_udp_rx_path(const struct emu_udp *u)
 {
 	return u->multishot ? "multishot recvmsg + provided buffer ring"
 			    : "recvmmsg batch (fallback)";
+}
+
+bool emu_udp_gro(const struct emu_udp *u)
+{
+	return u->gro;
 }
 
 const char *emu_udp_name(const struct emu_udp *u)
@@ -420,6 +487,15 @@ static int sock_options(struct emu_udp *u, char *err, size_t errlen)
 		rc = set_opt(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, IPV6_PMTUDISC_DO,
 			     "IPV6_MTU_DISCOVER", err, errlen);
 	return rc;
+}
+
+/* UDP_GRO: the kernel hands over runs of equal datagrams from one peer as one buffer (a
+ * GSO send arrives whole); cfg.no_gro, or a kernel without it, keeps one per receive. */
+static void rx_probe_gro(struct emu_udp *u)
+{
+	int one = 1;
+
+	u->gro = !u->cfg.no_gro && setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 }
 
 static int sock_bind(struct emu_udp *u, char *err, size_t errlen)
@@ -494,8 +570,10 @@ int emu_udp_open(struct emu_loop *loop, const struct emu_udp_config *cfg, struct
 		emu_say(err, errlen, "out of memory for the UDP send batch");
 	if (!rc)
 		rc = sock_open(u, err, errlen);
-	if (!rc)
+	if (!rc) {
 		emu_udp_tx_probe(u);
+		rx_probe_gro(u);
+	}
 	if (!rc && (cfg->force_fallback || !ms_init(u))) {
 		rc = fallback_init(u);
 		if (rc)

@@ -9,9 +9,12 @@
  *
  * RECEIVE. Multishot recvmsg into a ring of provided buffers (one SQE serves many
  * datagrams; buffers go back to the ring as soon as deliver returns), or, where the kernel
- * lacks it, a multishot poll on the socket drained with recvmmsg batches. Either way each
- * datagram reaches cfg->deliver once, from inside emu_loop_run_once. Datagrams larger than
- * EMU_UDP_MAX_DATAGRAM are truncated by the kernel, counted and dropped.
+ * lacks it, a multishot poll on the socket drained with recvmmsg batches. With UDP_GRO (the
+ * default where the kernel has it) one receive may hold a run of datagrams from one peer
+ * (a GSO send arrives whole), cut back into its datagrams by the segment size the kernel
+ * reports. Either way each datagram reaches cfg->deliver once, from inside
+ * emu_loop_run_once. Datagrams larger than EMU_UDP_MAX_DATAGRAM are dropped and counted
+ * (rx_truncated).
  *
  * SEND. emu_udp_send copies the datagram into a batch; emu_udp_flush (or a full batch) sends
  * it with one sendmmsg, where runs of datagrams to one peer of one length go as one
@@ -56,6 +59,7 @@ struct emu_udp_config {
 					 * SO_*BUF, which the kernel caps at rmem_max/wmem_max) */
 	bool force_fallback;	/* tests: use the recvmmsg path even if multishot works */
 	bool no_gso;		/* send datagram by datagram (--no-gso: captures show packets) */
+	bool no_gro;		/* receive datagram by datagram (--no-gro) */
 	/* Each received datagram (the UDP payload), its source address (IPv4-mapped for
 	 * IPv4) and source port. pkt is valid only during the call. May call emu_udp_send. */
 	emu_udp_deliver_fn deliver;
@@ -92,8 +96,10 @@ void emu_udp_close(struct emu_udp *u);
 /* "multishot recvmsg + provided buffer ring" or "recvmmsg batch (fallback)". */
 const char *emu_udp_rx_path(const struct emu_udp *u);
 
-/* Whether sends use UDP segmentation offload now (off: cfg.no_gso, or refused). */
+/* Whether sends use UDP segmentation offload now (off: cfg.no_gso, or refused), and whether
+ * receives take coalesced runs (UDP_GRO; off: cfg.no_gro, or a kernel without it). */
 bool emu_udp_gso(const struct emu_udp *u);
+bool emu_udp_gro(const struct emu_udp *u);
 
 /* The bound address and port, "127.0.0.1:4791" or "[fd00::1]:4791", for logs. */
 const char *emu_udp_name(const struct emu_udp *u);
@@ -120,6 +126,7 @@ void emu_udp_flush(struct emu_udp *u);
 	X(rx_truncated)		/* larger than EMU_UDP_MAX_DATAGRAM: dropped */ \
 	X(rx_errors)		/* receive errors and unreadable source addresses */ \
 	X(rx_rearms)		/* multishot re-armed (buffer ring ran dry, CQ overflow) */ \
+	X(rx_gro_bufs)		/* receives holding 2 or more datagrams (UDP_GRO) */ \
 	X(tx_pkts)		/* accepted by the kernel */ \
 	X(tx_bytes) \
 	X(tx_errors)		/* datagrams dropped on send, for any reason */ \

@@ -23,9 +23,13 @@ union sa {
 	struct sockaddr_in6 in6;
 };
 
-/* Room for one UDP_SEGMENT control message. */
+/* Room for one UDP_SEGMENT control message (send), one UDP_GRO message (receive). */
 union gso_cmsg {
 	char buf[CMSG_SPACE(sizeof(uint16_t))];
+	struct cmsghdr align;
+};
+union gro_cmsg {
+	char buf[CMSG_SPACE(sizeof(int))];
 	struct cmsghdr align;
 };
 
@@ -36,6 +40,7 @@ struct emu_udp {
 	int family;
 	char name[INET6_ADDRSTRLEN + 16];
 	bool multishot;
+	bool gro;			/* UDP_GRO on: a receive may hold a run of datagrams */
 	struct emu_udp_stats st;
 
 	/* multishot recvmsg: the request, its msghdr (the kernel reads name and control
@@ -44,6 +49,7 @@ struct emu_udp {
 	struct msghdr rx_msg;
 	struct io_uring_buf_ring *br;
 	uint8_t *bufs;
+	unsigned rx_stride;		/* bytes per provided buffer */
 	int bgid;			/* -1: not registered */
 	unsigned rx_err_streak;
 
@@ -54,6 +60,7 @@ struct emu_udp {
 	struct mmsghdr rx_mm[RX_BATCH];
 	struct iovec rx_iov[RX_BATCH];
 	union sa rx_names[RX_BATCH];
+	union gro_cmsg rx_ctl[RX_BATCH];
 	uint8_t *rx_flat;
 
 	/* send batch: datagram i is tx_iov[i] to tx_names[i] (name length tx_namelen[i]) */

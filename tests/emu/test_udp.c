@@ -7,6 +7,7 @@
  * (port 4791, nothing shared with the host), else on the host's lo with a port of its own. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <netinet/ip.h>
@@ -32,7 +33,7 @@
 static uint64_t seed;
 static uint16_t port = EMU_UDP_PORT;
 static bool in_netns = true;	/* false: on the host's lo, maybe not root */
-static bool no_gso;		/* peer_open: cfg.no_gso */
+static bool no_gso, no_gro;	/* peer_open: cfg.no_gso, cfg.no_gro */
 
 struct peer {
 	struct emu_loop loop;
@@ -156,7 +157,7 @@ static int peer_open(struct peer *p, struct nic_gid gid, uint16_t pt, bool fallb
 		     char *err, size_t errlen)
 {
 	struct emu_udp_config c = { .local = gid, .port = pt, .force_fallback = fallback,
-		.no_gso = no_gso, .deliver = on_rx, .deliver_arg = p };
+		.no_gso = no_gso, .no_gro = no_gro, .deliver = on_rx, .deliver_arg = p };
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -263,7 +264,8 @@ static void test_exchange(bool fallback)
 }
 
 /* More datagrams than the ring has buffers, sent before the receiver runs: the multishot
- * request ends with -ENOBUFS and is re-armed; the fallback's budget runs out and kicks. */
+ * request ends with -ENOBUFS and is re-armed; the fallback's budget runs out and kicks.
+ * Without GSO and GRO, so each datagram takes a buffer of its own. */
 static void test_burst(bool fallback)
 {
 	struct peer a, b;
@@ -272,8 +274,12 @@ static void test_burst(bool fallback)
 	const uint32_t n = 600;
 	uint64_t end = emu_now_ns() + 10000000000ull;
 
-	if (!pair_open(&a, &b, fallback))
+	no_gso = no_gro = true;
+	if (!pair_open(&a, &b, fallback)) {
+		no_gso = no_gro = false;
 		return;
+	}
+	no_gso = no_gro = false;
 	memset(buf, 0, sizeof(buf));
 	for (uint32_t i = 0; i < n; i++) {
 		put32(buf, i);
@@ -467,10 +473,11 @@ static void test_ipv6(void)
 }
 
 /* One flush of 40 datagrams of 1000 bytes and a last one of 500: one UDP_SEGMENT send
- * (the kernel lets the last segment be short), cut by the kernel into 41 datagrams whose
- * IPv4 Identification is their index, which their ICRCs were re-sealed for. With no_gso:
- * 41 sends, each sealed for 0. */
-static void test_gso(bool off)
+ * (the kernel lets the last segment be short) whose segments' IPv4 Identification is their
+ * index, which their ICRCs were re-sealed for. With GRO the receiver takes the send whole
+ * and cuts it (one coalesced buffer); without, the kernel cuts it. With no_gso: 41 sends,
+ * each sealed for 0. */
+static void test_gso(bool gso_off, bool gro_off, bool fallback)
 {
 	struct peer a, b;
 	struct emu_udp_stats s;
@@ -479,13 +486,15 @@ static void test_gso(bool off)
 	uint64_t end = emu_now_ns() + 10000000000ull;
 	unsigned wrong = 0;
 
-	no_gso = off;
-	if (!pair_open(&a, &b, false)) {
-		no_gso = false;
+	no_gso = gso_off;
+	no_gro = gro_off;
+	if (!pair_open(&a, &b, fallback)) {
+		no_gso = no_gro = false;
 		return;
 	}
-	no_gso = false;
-	T_CHECK(emu_udp_gso(a.u) == !off, "GSO %s", off ? "off" : "on");
+	no_gso = no_gro = false;
+	T_CHECK(emu_udp_gso(a.u) == !gso_off, "GSO %s", gso_off ? "off" : "on");
+	T_CHECK(emu_udp_gro(b.u) == !gro_off, "GRO %s", gro_off ? "off" : "on");
 	for (uint32_t i = 0; i < n; i++) {
 		size_t len = i + 1 < n ? sizeof(buf) : 500;
 
@@ -497,13 +506,17 @@ static void test_gso(bool off)
 	emu_udp_flush(a.u);
 	emu_udp_stats(a.u, &s);
 	T_EQ(s.tx_pkts, n, "segments sent");
-	T_EQ(s.tx_gso_sends, off ? 0 : 1, "one UDP_SEGMENT send");
+	T_EQ(s.tx_gso_sends, gso_off ? 0 : 1, "one UDP_SEGMENT send");
 	b.count_only = true;
 	while (b.next < n && emu_now_ns() < end)
 		emu_loop_run_once(&b.loop, emu_now_ns() + 1000000);
 	T_EQ(b.next, n, "segments delivered");
+	emu_udp_stats(b.u, &s);
+	T_EQ(s.rx_pkts, n, "segments received");
+	T_CHECK(gso_off || gro_off ? s.rx_gro_bufs == 0 : s.rx_gro_bufs >= 1,
+		"coalesced receives: %" PRIu64, s.rx_gro_bufs);
 	for (uint32_t i = 0; i < n && i < COUNT; i++)
-		wrong += b.ids_seen[i] != (off ? 0 : i);
+		wrong += b.ids_seen[i] != (gso_off ? 0 : i);
 	T_EQ(wrong, 0, "each segment's ICRC is for the Identification the kernel gave it");
 	peer_close(&a);
 	peer_close(&b);
@@ -511,8 +524,10 @@ static void test_gso(bool off)
 
 static int udp_body(void)
 {
-	test_gso(false);
-	test_gso(true);
+	test_gso(false, false, false);	/* GSO, GRO on multishot */
+	test_gso(false, false, true);	/* GSO, GRO on the recvmmsg fallback */
+	test_gso(false, true, false);	/* GSO, the kernel cuts at the receiver */
+	test_gso(true, false, false);	/* no GSO: nothing to coalesce */
 	test_exchange(false);
 	test_exchange(true);
 	test_burst(false);
