@@ -107,6 +107,56 @@ static void setup_netns(struct h_env *e)
 			die("cannot configure host %d", i);
 }
 
+/* $ODPEMU_TEST_DROP_PCT=N (1..50): each host drops N % of its RoCEv2 output at random
+ * (nftables numgen, counted), so the transport must recover every loss. On the sender's
+ * output hook a segmentation-offload send is one super-packet, so a drop takes a whole run:
+ * bursts, not only single packets. Needs the namespaces: skipped (77) without them. */
+static void setup_drop(struct h_env *e)
+{
+	const char *v = getenv("ODPEMU_TEST_DROP_PCT");
+	int pct = v ? atoi(v) : 0;
+
+	if (pct <= 0)
+		return;
+	if (!e->netns) {
+		printf("random drop needs root and network namespaces (nftables): skipped\n");
+		exit(77);
+	}
+	for (int i = 0; i < 2; i++)
+		if (sh("ip netns exec %s nft add table inet odpt", e->host[i].ns) ||
+		    sh("ip netns exec %s nft 'add chain inet odpt out { type filter hook output "
+		       "priority 0 ; }'", e->host[i].ns) ||
+		    sh("ip netns exec %s nft add rule inet odpt out udp dport %u numgen random "
+		       "mod 100 '<' %d counter drop", e->host[i].ns, e->port, pct))
+			die("cannot install the random drop on host %d (nftables: apt-get install "
+			    "nftables)", i);
+	e->drop_pct = pct;
+	printf("random drop: %d %% of each host's RoCEv2 output (nftables)\n", pct);
+}
+
+unsigned long long h_dropped(struct h_env *e)
+{
+	unsigned long long total = 0;
+
+	for (int i = 0; e->drop_pct && i < 2; i++) {
+		char cmd[256], line[512];
+		FILE *f;
+
+		snprintf(cmd, sizeof(cmd), "ip netns exec %s nft list chain inet odpt out 2>/dev/null",
+			 e->host[i].ns);
+		f = popen(cmd, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			const char *c = strstr(line, "counter packets ");
+
+			if (c)
+				total += strtoull(c + strlen("counter packets "), NULL, 10);
+		}
+		if (f)
+			pclose(f);
+	}
+	return total;
+}
+
 void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_b,
 	  unsigned watchdog_s)
 {
@@ -137,6 +187,7 @@ void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_
 		strcpy(e->host[0].addr, "127.0.0.1");
 		strcpy(e->host[1].addr, "127.0.0.2");
 	}
+	setup_drop(e);
 	for (int i = 0; i < 2; i++) {
 		snprintf(e->host[i].name, sizeof(e->host[i].name), "odp%c", 'a' + i);
 		snprintf(e->host[i].log, sizeof(e->host[i].log), "%s/%s.stderr", e->rundir,

@@ -38,6 +38,7 @@ struct h_env {
 	char rundir[128];
 	bool netns;
 	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:201:N::1 and ::2 (namespaces only) */
+	int drop_pct;		/* $ODPEMU_TEST_DROP_PCT: random drop on both outputs */
 	unsigned port;
 	struct h_host host[2];
 	/* Set by h_main for the body: */
@@ -50,6 +51,8 @@ struct h_env {
  * bounds the whole test. */
 void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_b,
 	  unsigned watchdog_s);
+/* Packets the random drop ($ODPEMU_TEST_DROP_PCT) has dropped on both hosts so far. */
+unsigned long long h_dropped(struct h_env *e);
 /* (Re)start host i's daemon; 0 or -1 (with the log printed). */
 int h_daemon_start(struct h_env *e, int i, const char *const *extra);
 /* Send sig to host i's daemon and, for SIGTERM/SIGKILL, reap it (bounded). Returns its
