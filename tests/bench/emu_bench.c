@@ -9,17 +9,19 @@
  *   1. 64 KiB RDMA WRITE goodput: OUTSTANDING WRs in flight, posted in lists of
  *      SIGNAL_EVERY under one doorbell with the last signaled (ib_write_bw --post_list /
  *      cq_mod), pinned MRs, warm; bytes of completed WRITEs per second.
- *   2. 8 B RDMA WRITE latency as ib_write_lat: a WRITEs 8 bytes into b's buffer, b's last
+ *   2. 8 B RDMA WRITE message rate (ib_write_bw -s 8 -t 128 --post_list 16), and 8 B RDMA
+ *      WRITE latency as ib_write_lat: a WRITEs 8 bytes into b's buffer, b's last
  *      byte is watched until it changes, b WRITEs back into a's, a's last byte is watched;
- *      half of each round trip. One thread drives both sides (see lat_pingpong()).
+ *      half of each round trip. One thread drives both sides (see lat_pingpong()). Then
+ *      the same ping-pong with 64 KiB WRITEs (fi_pingpong -S 65536's shape).
  *   3. ODP first touch: 64 KiB WRITEs into a never-touched mmap registered ON_DEMAND on the
  *      responder, each to a new 64 KiB (every one faults), then the same region warm; with
  *      the default fault policy (rnr) and with stall.
  *   4. Raw UDP between the same addresses, in the hosts' namespaces (fork + setns): bulk
  *      4128-byte datagrams (what a 4 KiB WRITE packet is: BTH 12 + RETH 16 + 4096 + ICRC 4)
- *      by sendmmsg/recvmmsg of 32 as the daemon batches them (and, for reference, with
- *      GSO), and ping-pong of 40-byte datagrams (an 8 B WRITE_ONLY: 12 + 16 + 8 + 4),
- *      blocking and busy-polling.
+ *      by sendmmsg/recvmmsg of 32 datagram by datagram (and with GSO), bulk 40-byte
+ *      datagrams (an 8 B WRITE_ONLY: 12 + 16 + 8 + 4; the per-packet rate), and ping-pong
+ *      of 40-byte datagrams, blocking and busy-polling.
  *   5. 1 and 2 again with the daemons restarted with --poll-us 1000, then --poll-us 0.
  * The client waits (for completions and watched bytes) with sched_yield() between looks by
  * default: on two vCPUs a pure spinner takes the core a daemon needs (--wait to change).
@@ -55,6 +57,8 @@
 #define QP_DEPTH 256u
 #define OUTSTANDING 64u			/* WRs in flight */
 #define SIGNAL_EVERY 16u		/* divides OUTSTANDING */
+#define RATE_DEPTH 128u			/* 8 B message rate: WRs in flight (divisible too) */
+#define PP_BIG (64 * KiB)		/* the large ping-pong message */
 #define LAT_BYTES 8u
 #define WIRE_4K (12 + 16 + 4096 + 4)	/* UDP payload of one full WRITE packet */
 #define WIRE_LAT (12 + 16 + LAT_BYTES + 4)	/* UDP payload of the 8 B WRITE_ONLY */
@@ -215,6 +219,7 @@ struct stream {
 	uint32_t len;
 	uint64_t max_wrs;		/* 0: until seconds pass */
 	double seconds;			/* 0: until max_wrs */
+	unsigned outstanding;		/* WRs in flight (0: OUTSTANDING) */
 };
 
 struct stream_result {
@@ -262,12 +267,13 @@ static struct stream_result run_stream(const struct stream *s)
 {
 	uint64_t posted = 0, done = 0, t0 = bench_now_ns(), last = t0, now = t0;
 	uint64_t end = t0 + (uint64_t)(s->seconds * 1e9);
+	unsigned window = s->outstanding ? s->outstanding : OUTSTANDING;
 
 	for (;;) {
 		bool stop = (s->max_wrs && posted >= s->max_wrs) || (s->seconds && now >= end);
 		unsigned got;
 
-		for (; !stop && posted - done < OUTSTANDING; posted += SIGNAL_EVERY)
+		for (; !stop && posted - done < window; posted += SIGNAL_EVERY)
 			post_list(s, posted);
 		if (stop && done == posted)
 			break;
@@ -314,6 +320,28 @@ static double write_goodput(struct h_pair *p, double seconds)
 	munmap(src, BIG);
 	munmap(dst, TARGET);
 	return gbps(r);
+}
+
+/* 8 B WRITE message rate, ib_write_bw -s 8 -t 128 --post_list 16 shape: RATE_DEPTH WRs in
+ * flight, lists of SIGNAL_EVERY, warm; completed WRs per second (M/s). */
+static double write_rate(struct h_pair *p, double seconds)
+{
+	void *src = buffer(4096), *dst = buffer(1 * MiB);
+	struct odpemu_mr *msrc = reg(p->s[0].pd, src, 4096, RW);
+	struct odpemu_mr *mdst = reg(p->s[1].pd, dst, 1 * MiB, RW);
+	struct stream s = { .p = p, .src = msrc, .dst = (uintptr_t)dst, .rkey = mdst->rkey,
+		.dst_len = 1 * MiB, .len = LAT_BYTES, .seconds = 0.2, .outstanding = RATE_DEPTH };
+	struct stream_result r;
+
+	running = "8 B WRITE message rate";
+	(void)run_stream(&s);
+	s.seconds = seconds;
+	r = run_stream(&s);
+	odpemu_dereg_mr(msrc);
+	odpemu_dereg_mr(mdst);
+	munmap(src, 4096);
+	munmap(dst, 1 * MiB);
+	return r.ns ? (double)(r.bytes / LAT_BYTES) / (double)r.ns * 1e3 : 0;	/* M/s */
 }
 
 /* ---- latency ---- */
@@ -409,6 +437,68 @@ static struct pct lat_pingpong(struct h_pair *p, unsigned n, unsigned warm, doub
 	return r;
 }
 
+/* The 64 KiB ping-pong (fi_pingpong -S 65536's shape): a WRITEs 64 KiB into b, b watches
+ * the last byte, WRITEs 64 KiB back, a watches; each transfer is half a round trip. The
+ * payload is registered (no inline), every WR signaled, the CQs reaped per round. */
+static struct pct big_pingpong(struct h_pair *p, unsigned n, unsigned warm, double max_s,
+			       unsigned *done)
+{
+	uint8_t *buf[2], *src[2];
+	struct odpemu_mr *mr[2], *smr[2];
+	uint64_t *half = calloc(n, sizeof(*half));
+	uint64_t end = bench_now_ns() + (uint64_t)(max_s * 1e9);
+	unsigned it;
+
+	running = "64 KiB WRITE ping-pong";
+	if (!half)
+		die("out of memory");
+	for (int i = 0; i < 2; i++) {
+		buf[i] = buffer(PP_BIG);
+		src[i] = buffer(PP_BIG);
+		memset(buf[i], 0, PP_BIG);
+		memset(src[i], 0x5a, PP_BIG);
+		mr[i] = reg(p->s[i].pd, buf[i], PP_BIG, RW);
+		smr[i] = reg(p->s[i].pd, src[i], PP_BIG, RW);
+	}
+	for (it = 0; it < warm + n; it++) {
+		uint8_t v = (uint8_t)(it % 255 + 1);
+		uint64_t t0 = bench_now_ns(), t1;
+
+		for (int i = 0; i < 2; i++) {
+			struct odpemu_sge sge = { (uint64_t)(uintptr_t)src[i], PP_BIG, smr[i]->lkey };
+			struct odpemu_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				.opcode = ODPEMU_WR_RDMA_WRITE, .send_flags = ODPEMU_SEND_SIGNALED,
+				.wr.rdma = { (uintptr_t)buf[!i], mr[!i]->rkey } }, *bad;
+			int rc;
+
+			src[i][PP_BIG - 1] = v;
+			rc = odpemu_post_send(p->s[i].qp, &wr, &bad);
+			if (rc)
+				die("post_send (64 KiB WRITE): %s", strerror(rc));
+			watch(&buf[!i][PP_BIG - 1], v, it);
+		}
+		t1 = bench_now_ns();
+		for (int i = 0; i < 2; i++)
+			while (!odpemu_poll_cq(p->s[i].cq, 1, &(struct odpemu_wc){ 0 }))
+				idle();
+		if (it >= warm)
+			half[it - warm] = (t1 - t0) / 2;
+		if (it > warm + 20 && t1 > end)
+			break;
+	}
+	*done = it < warm + n ? it + 1 - warm : n;
+	for (int i = 0; i < 2; i++) {
+		odpemu_dereg_mr(mr[i]);
+		odpemu_dereg_mr(smr[i]);
+		munmap(buf[i], PP_BIG);
+		munmap(src[i], PP_BIG);
+	}
+	struct pct r = percentiles(half, *done);
+
+	free(half);
+	return r;
+}
+
 /* ---- ODP first touch ---- */
 
 struct odp_result {
@@ -484,6 +574,7 @@ struct raw_job {
 	bool gso, busy;
 	double seconds;
 	unsigned n, warm;
+	unsigned dgram;		/* bulk: datagram size (0: WIRE_4K) */
 	int ready_fd;
 };
 
@@ -498,11 +589,11 @@ static int job_run(const struct raw_job *j, struct raw_shared *sh)
 
 	switch (j->kind) {
 	case JOB_BULK_RX:
-		return sh->rc[1] = udp_bulk_recv(b, raw_port(), WIRE_4K, j->ready_fd, 5000, 300,
-						 &sh->rx);
+		return sh->rc[1] = udp_bulk_recv(b, raw_port(), j->dgram ? j->dgram : WIRE_4K,
+						 j->ready_fd, 5000, 300, &sh->rx);
 	case JOB_BULK_TX:
-		return sh->rc[0] = udp_bulk_send(a, b, raw_port(), WIRE_4K, j->seconds, j->gso,
-						 &sh->sent);
+		return sh->rc[0] = udp_bulk_send(a, b, raw_port(), j->dgram ? j->dgram : WIRE_4K,
+						 j->seconds, j->gso, &sh->sent);
 	case JOB_ECHO:
 		return sh->rc[1] = udp_echo(b, raw_port(), j->busy, j->ready_fd, 2000);
 	case JOB_PING:
@@ -584,10 +675,11 @@ struct raw_bulk {
 	double mpps;
 };
 
-static struct raw_bulk raw_bulk(struct raw_shared *sh, double seconds, bool gso)
+static struct raw_bulk raw_bulk(struct raw_shared *sh, double seconds, bool gso,
+			       unsigned dgram)
 {
-	struct raw_job rx = { .kind = JOB_BULK_RX }, tx = { .kind = JOB_BULK_TX, .gso = gso,
-		.seconds = seconds };
+	struct raw_job rx = { .kind = JOB_BULK_RX, .dgram = dgram },
+		tx = { .kind = JOB_BULK_TX, .gso = gso, .seconds = seconds, .dgram = dgram };
 	struct raw_bulk b = { 0 };
 	double ns;
 
@@ -756,8 +848,11 @@ static double load_avg(void)
 struct round {
 	const char *poll_us;
 	double good;
+	double rate;			/* 8 B WRITE messages, M/s */
 	struct pct lat;
 	unsigned lat_n;
+	struct pct big;			/* 64 KiB ping-pong, per transfer */
+	unsigned big_n;
 };
 
 static void print_round_good(const struct round *r)
@@ -778,8 +873,16 @@ static void odpemu_round(struct round *r, double seconds)
 	pair_up(&p, ODPEMU_FAULT_POLICY_DEFAULT);
 	r->good = write_goodput(&p, seconds);
 	print_round_good(r);
+	r->rate = write_rate(&p, seconds / 2);
+	printf("odpemu  8 B WRITE message rate (poll-us %s, %u in flight): %.3f M/s\n",
+	       r->poll_us, RATE_DEPTH, r->rate);
 	r->lat = lat_pingpong(&p, cfg.lat_n, cfg.lat_warm, cfg.quick ? 1.0 : 4.0, &r->lat_n);
 	print_round_lat(r);
+	r->big = big_pingpong(&p, cfg.lat_n / 4, cfg.lat_warm / 4, cfg.quick ? 1.0 : 4.0,
+			      &r->big_n);
+	printf("odpemu  64 KiB WRITE ping-pong (poll-us %s): median %.1f us per transfer, p99 "
+	       "%.1f us (%u round trips)\n", r->poll_us, r->big.median_us, r->big.p99_us,
+	       r->big_n);
 	pair_close(&p);
 }
 
@@ -813,7 +916,7 @@ static struct odp_result odp_round(enum odpemu_fault_policy policy)
 }
 
 struct raw_figures {
-	struct raw_bulk bulk, gso;
+	struct raw_bulk bulk, gso, small;
 	struct pct blocking, busy;
 };
 
@@ -825,12 +928,15 @@ static void raw_all(struct raw_figures *f)
 
 	if (sh == MAP_FAILED)
 		die("mmap: %s", strerror(errno));
-	f->bulk = raw_bulk(sh, cfg.bulk_s, false);
+	f->bulk = raw_bulk(sh, cfg.bulk_s, false, WIRE_4K);
 	printf("raw UDP %u-byte datagrams, sendmmsg/recvmmsg: %.3f GB/s payload (%.0f kpkt/s), "
 	       "loss %.2f%%\n", WIRE_4K, f->bulk.gbps, f->bulk.mpps * 1e3, f->bulk.loss * 100);
-	f->gso = raw_bulk(sh, cfg.bulk_s / 2, true);
-	printf("raw UDP the same with GSO (not odpemud's path): %.3f GB/s, loss %.2f%%\n",
-	       f->gso.gbps, f->gso.loss * 100);
+	f->gso = raw_bulk(sh, cfg.bulk_s / 2, true, WIRE_4K);
+	printf("raw UDP the same with GSO: %.3f GB/s, loss %.2f%%\n", f->gso.gbps,
+	       f->gso.loss * 100);
+	f->small = raw_bulk(sh, cfg.bulk_s / 2, false, WIRE_LAT);
+	printf("raw UDP %u-byte datagrams (an 8 B WRITE), sendmmsg/recvmmsg: %.0f kpkt/s, loss "
+	       "%.2f%%\n", WIRE_LAT, f->small.mpps * 1e3, f->small.loss * 100);
 	f->blocking = raw_pingpong(sh, false);
 	printf("raw UDP %u-byte ping-pong half RTT, blocking:  median %.1f us, p99 %.1f us\n",
 	       WIRE_LAT, f->blocking.median_us, f->blocking.p99_us);
@@ -853,6 +959,11 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "64 KiB WRITE goodput, poll-us %s", r[i].poll_us);
 		row(name, "GB/s", r[i].good, raw->bulk.gbps, true, 0.6, ">= 0.60 x raw");
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "8 B WRITE rate, poll-us %s", r[i].poll_us);
+		row(name, "M/s", r[i].rate, raw->small.mpps, true, 5.0,
+		    r[i].rate >= 1.0 ? ">= 5 x raw, >= 1 M/s: yes" : ">= 5 x raw, >= 1 M/s: no");
 	}
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "8 B half RTT median, poll-us %s", r[i].poll_us);
