@@ -177,21 +177,9 @@ static void qp_counters(struct emu_obj *o, struct ctr_list *l)
 
 	nic_qp_counters(o->u.qp.qp, &q);
 	put(l, "qp_num", nic_qp_num(o->u.qp.qp));
-	put(l, "pkts_sent", q.pkts_sent);
-	put(l, "pkts_received", q.pkts_received);
-	put(l, "bytes_sent", q.bytes_sent);
-	put(l, "bytes_received", q.bytes_received);
-	put(l, "retransmits", q.retransmits);
-	put(l, "timeouts", q.timeouts);
-	put(l, "seq_naks_sent", q.seq_naks_sent);
-	put(l, "seq_naks_received", q.seq_naks_received);
-	put(l, "rnr_naks_sent", q.rnr_naks_sent);
-	put(l, "rnr_naks_received", q.rnr_naks_received);
-	put(l, "dup_requests", q.dup_requests);
-	put(l, "faults_resp", q.faults_resp);
-	put(l, "faults_req", q.faults_req);
-	put(l, "stalls", q.stalls);
-	put(l, "stall_drops", q.stall_drops);
+#define PUT_QP_CTR_(name) put(l, #name, q.name);
+	NIC_QP_COUNTERS(PUT_QP_CTR_)
+#undef PUT_QP_CTR_
 	put_drops(l, q.drops);
 }
 

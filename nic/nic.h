@@ -300,11 +300,17 @@ enum nic_drop_reason {
 };
 const char *nic_drop_reason_str(enum nic_drop_reason r);
 
+/* A QP's counters, one list: the struct and emu/'s export are generated from it. */
+#define NIC_QP_COUNTERS(X) \
+	X(pkts_sent) X(pkts_received) X(bytes_sent) X(bytes_received) \
+	X(retransmits) X(timeouts) X(seq_naks_sent) X(seq_naks_received) \
+	X(rnr_naks_sent) X(rnr_naks_received) X(dup_requests) \
+	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
+	X(faults_ahead)		/* RNR policy: targets of dropped requests faulted in early */
 struct nic_qp_counters {
-	uint64_t pkts_sent, pkts_received, bytes_sent, bytes_received;
-	uint64_t retransmits, timeouts, seq_naks_sent, seq_naks_received;
-	uint64_t rnr_naks_sent, rnr_naks_received, dup_requests;
-	uint64_t faults_resp, faults_req, stalls, stall_drops;
+#define NIC_QP_CTR_FIELD_(name) uint64_t name;
+	NIC_QP_COUNTERS(NIC_QP_CTR_FIELD_)
+#undef NIC_QP_CTR_FIELD_
 	uint64_t drops[NIC_DROP__COUNT];
 };
 int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out);

@@ -502,6 +502,28 @@ static bool qp_allows(const struct nic_qp *qp, const struct roce_pkt *pkt)
 	}
 }
 
+/* RNR policy: a request dropped behind the expected PSN (an RNR NAK for a fault, or a
+ * loss) comes back with the requester's resend. Fault its RETH range in now, unwatched
+ * (iopt_prefetch: missing pages only, one request per range, merged by the page table),
+ * so the resend finds the pages present instead of paying one RNR round per message.
+ * ConnectX does not do this; the stall policy needs it less (it holds the packets). */
+static void fault_ahead(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	const struct roce_reth *reth = &pkt->h.reth;
+	bool write = pkt->cls == ROCE_CLASS_WRITE;
+	struct nic_mr *mr;
+
+	if (qp->init.fault_policy != NIC_FAULT_RNR || !(pkt->mask & ROCE_M_RETH) || !reth->len ||
+	    (!write && pkt->cls != ROCE_CLASS_READ))
+		return;
+	mr = rkey_target(qp, reth->rkey, reth->va, reth->len,
+			 write ? ODPEMU_ACCESS_REMOTE_WRITE : ODPEMU_ACCESS_REMOTE_READ);
+	if (mr && mr->odp && iopt_prefetch(mr->iopt, reth->va, reth->len,
+					   write ? IOPT_PREFETCH_WRITE : IOPT_PREFETCH,
+					   qp->nic->now, NULL) == 0)
+		qp->ctr.faults_ahead++;
+}
+
 /* NAK PSN sequence error for the expected PSN, once per gap (IBA 9.7.5.2.1): it also
  * acknowledges everything before it. */
 static void seq_nak(struct nic_qp *qp)
@@ -523,6 +545,7 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
 		qp->ctr.drops[NIC_DROP_SEQ_ERR_SILENT]++;
+		fault_ahead(qp, pkt);
 		seq_nak(qp);
 		return V_DONE;
 	}

@@ -3,6 +3,7 @@
  * every opcode end to end, each NAK and its completion status, flush-in-error, RNR,
  * retransmission after loss, and the ODP fault path on both sides. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,6 +342,55 @@ static void test_odp_responder(enum nic_fault_policy policy)
 	T_CHECK(ic.page_faults >= 2, "refaulted after invalidation");
 	pair_bufs_free(&x);
 	pair_free(p);
+}
+
+/* RNR policy, fault-around off: eight 4 KiB WRITEs to eight cold pages in one post. The
+ * first faults and is RNR-NAKed; the seven behind it are dropped, and their pages are
+ * faulted in ahead (faults_ahead), so the resend after min_rnr_timer finds them present:
+ * one RNR round instead of eight. The stall policy holds the packets and needs none. */
+static void test_odp_rnr_fault_ahead(void)
+{
+	for (int stall = 0; stall < 2; stall++) {
+		struct pair_qp_opts o = { .policy = stall ? NIC_FAULT_STALL : NIC_FAULT_RNR,
+			.timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+			.access = ODPEMU_ACCESS_REMOTE_WRITE, .fault_around = 4096 };
+		struct pair *p = pair_new(&o);
+		struct nic_send_wr wr[8];
+		struct nic_sge sge[8];
+		struct nic_qp_counters c;
+		struct pair_bufs x;
+		unsigned posted = 0, ok = 0;
+
+		p->fault_latency_ns = 50000;
+		p->settle_ns = 10 * PAIR_SETTLE_NS;
+		pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_ON_DEMAND, &rng);
+		for (unsigned i = 0; i < 8; i++) {
+			sge[i] = pair_sge(x.a + i * 4096, 4096, x.ma);
+			wr[i] = (struct nic_send_wr){ .wr_id = i, .opcode = ODPEMU_WR_RDMA_WRITE,
+				.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &sge[i],
+				.num_sge = 1, .rkey = nic_mr_rkey(x.mb),
+				.remote_addr = (uint64_t)(uintptr_t)x.b + i * 4096 };
+		}
+		T_EQ(pair_post_send_list(p, 0, wr, 8, &posted), 0, "post 8 WRITEs");
+		pair_settle(p);
+		for (unsigned i = 0; i < 8; i++)
+			ok += pair_wc(p, 0, true, "write").status == ODPEMU_WC_SUCCESS;
+		T_EQ(ok, 8, "all WRITEs complete");
+		T_CHECK(memcmp(x.a, x.b, 8 * 4096) == 0, "data");
+		nic_qp_counters(p->s[1].qp, &c);
+		printf("%s: rnr_naks_sent %llu, faults_ahead %llu, faults_resp %llu\n",
+		       stall ? "stall" : "rnr", (unsigned long long)c.rnr_naks_sent,
+		       (unsigned long long)c.faults_ahead, (unsigned long long)c.faults_resp);
+		if (stall) {
+			T_EQ(c.faults_ahead, 0, "stall: nothing faulted ahead");
+		} else {
+			T_CHECK(c.faults_ahead >= 1, "rnr: the dropped WRITEs' pages faulted ahead");
+			T_CHECK(c.rnr_naks_sent < 8, "rnr: fewer RNR rounds than messages (%llu)",
+				(unsigned long long)c.rnr_naks_sent);
+		}
+		pair_bufs_free(&x);
+		pair_free(p);
+	}
 }
 
 static void test_odp_fault_fails(void)
@@ -798,6 +848,7 @@ static const struct rc_case {
 	{ "ud-many", test_ud_many },
 	{ "cq-notify", test_cq_notify },
 	{ "responder-errors", test_responder_errors },
+	{ "odp-rnr-fault-ahead", test_odp_rnr_fault_ahead },
 };
 #define NCASES T_ARRAY_SIZE(cases)
 
