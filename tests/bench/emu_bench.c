@@ -22,7 +22,10 @@
  *      by sendmmsg/recvmmsg of 32 datagram by datagram (and with GSO), bulk 40-byte
  *      datagrams (an 8 B WRITE_ONLY: 12 + 16 + 8 + 4; the per-packet rate), and ping-pong
  *      of 40-byte datagrams, blocking and busy-polling.
- *   5. 1 and 2 again with the daemons restarted with --poll-us 1000, then --poll-us 0.
+ *   5. Kernel TCP between the same addresses: a stream of 64 KiB writes (iperf3 -l 64K) and
+ *      ping-pongs of 8 B and 64 KiB (tcp_raw.c); libfabric's tcp provider, fi_pingpong -p
+ *      tcp -e msg at 8 B and 64 KiB, when libfabric-bin is installed (fi_anchor.c).
+ *   6. 1 and 2 again with the daemons restarted with --poll-us 1000, then --poll-us 0.
  * The client waits (for completions and watched bytes) with sched_yield() between looks by
  * default: on two vCPUs a pure spinner takes the core a daemon needs (--wait to change).
  * Usage: emu-bench [--quick] [--help for the knobs]. ODPEMUD defaults to ../../emu/odpemud
@@ -47,7 +50,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "fi_anchor.h"
 #include "harness.h"
+#include "tcp_raw.h"
 #include "udp_raw.h"
 
 #define KiB (UINT64_C(1) << 10)
@@ -563,6 +568,7 @@ static void print_odp(const char *policy, const struct odp_result *o)
 /* What the children hand back, in memory shared across fork. */
 struct raw_shared {
 	struct udp_bulk_rx rx;
+	struct tcp_stream_rx trx;
 	uint64_t sent;
 	unsigned lost;
 	int rc[2];
@@ -570,7 +576,8 @@ struct raw_shared {
 };
 
 struct raw_job {
-	enum { JOB_BULK_RX, JOB_BULK_TX, JOB_ECHO, JOB_PING } kind;
+	enum { JOB_BULK_RX, JOB_BULK_TX, JOB_ECHO, JOB_PING, JOB_TCP_RX, JOB_TCP_TX,
+		JOB_TCP_ECHO, JOB_TCP_PING } kind;
 	bool gso, busy;
 	double seconds;
 	unsigned n, warm;
@@ -599,6 +606,14 @@ static int job_run(const struct raw_job *j, struct raw_shared *sh)
 	case JOB_PING:
 		return sh->rc[0] = udp_ping(a, b, raw_port(), WIRE_LAT, j->busy, j->warm, j->n,
 					    sh->half, &sh->lost);
+	case JOB_TCP_RX:
+		return sh->rc[1] = tcp_stream_recv(b, raw_port(), j->ready_fd, 5000, 500, &sh->trx);
+	case JOB_TCP_TX:
+		return sh->rc[0] = tcp_stream_send(a, b, raw_port(), j->seconds, &sh->sent);
+	case JOB_TCP_ECHO:
+		return sh->rc[1] = tcp_echo(b, raw_port(), j->dgram, j->ready_fd, 2000);
+	case JOB_TCP_PING:
+		return sh->rc[0] = tcp_ping(a, b, raw_port(), j->dgram, j->warm, j->n, sh->half);
 	}
 	return -EINVAL;
 }
@@ -918,7 +933,75 @@ static struct odp_result odp_round(enum odpemu_fault_policy policy)
 struct raw_figures {
 	struct raw_bulk bulk, gso, small;
 	struct pct blocking, busy;
+	double tcp_gbps;		/* kernel TCP stream, 64 KiB writes */
+	struct pct tcp8, tcp64k;	/* kernel TCP ping-pong, per transfer */
+	double fi8, fi64k;		/* fi_pingpong -p tcp usec/xfer; < 0: not run */
 };
+
+/* Kernel TCP between the same two addresses: a 64 KiB-write stream (iperf3 -l 64K). */
+static double tcp_stream(struct raw_shared *sh, double seconds)
+{
+	struct raw_job rx = { .kind = JOB_TCP_RX }, tx = { .kind = JOB_TCP_TX, .seconds = seconds };
+	double ns;
+
+	running = "kernel TCP stream";
+	memset(sh, 0, sizeof(*sh));
+	raw_pair(rx, tx, sh);
+	if (sh->rc[0] || sh->rc[1])
+		die("TCP sender %s, receiver %s", strerror(-sh->rc[0]), strerror(-sh->rc[1]));
+	ns = (double)(sh->trx.last_ns - sh->trx.first_ns);
+	return ns > 0 ? (double)sh->trx.bytes / ns : 0;
+}
+
+/* Kernel TCP ping-pong of msg bytes (TCP_NODELAY, blocking): half of each round trip. */
+static struct pct tcp_pingpong(struct raw_shared *sh, unsigned msg, unsigned n)
+{
+	struct raw_job rx = { .kind = JOB_TCP_ECHO, .dgram = msg },
+		tx = { .kind = JOB_TCP_PING, .dgram = msg, .n = n, .warm = n / 10 };
+
+	running = "kernel TCP ping-pong";
+	memset(sh, 0, sizeof(*sh));
+	raw_pair(rx, tx, sh);
+	if (sh->rc[0] || sh->rc[1])
+		die("TCP pinger %s, echo %s", strerror(-sh->rc[0]), strerror(-sh->rc[1]));
+	return percentiles(sh->half, n);
+}
+
+/* libfabric's tcp provider, if fi_pingpong is installed: usec per transfer, or -1. */
+static double fi_anchor(unsigned msg, unsigned iters)
+{
+	double us = -1;
+	int rc;
+
+	if (!fi_pingpong_available())
+		return -1;
+	rc = fi_pingpong_run(env.netns ? env.host[1].ns : NULL, env.netns ? env.host[0].ns : NULL,
+			     env.host[1].addr, msg, iters, &us);
+	if (rc) {
+		printf("fi_pingpong -S %u: %s (figure left out)\n", msg, strerror(-rc));
+		return -1;
+	}
+	return us;
+}
+
+static void tcp_all(struct raw_figures *f, struct raw_shared *sh)
+{
+	f->tcp_gbps = tcp_stream(sh, cfg.bulk_s);
+	printf("kernel TCP stream, 64 KiB writes: %.3f GB/s\n", f->tcp_gbps);
+	f->tcp8 = tcp_pingpong(sh, LAT_BYTES, cfg.lat_n);
+	printf("kernel TCP 8 B ping-pong half RTT: median %.1f us, p99 %.1f us\n",
+	       f->tcp8.median_us, f->tcp8.p99_us);
+	f->tcp64k = tcp_pingpong(sh, PP_BIG, cfg.lat_n / 4);
+	printf("kernel TCP 64 KiB ping-pong per transfer: median %.1f us, p99 %.1f us\n",
+	       f->tcp64k.median_us, f->tcp64k.p99_us);
+	f->fi8 = fi_anchor(LAT_BYTES, cfg.quick ? 2000 : 10000);
+	f->fi64k = fi_anchor(PP_BIG, cfg.quick ? 500 : 2000);
+	if (f->fi8 >= 0)
+		printf("fi_pingpong -p tcp -e msg: 8 B %.2f us, 64 KiB %.2f us per transfer\n",
+		       f->fi8, f->fi64k);
+	else
+		printf("fi_pingpong (libfabric-bin) not installed: its anchor is left out\n");
+}
 
 static void raw_all(struct raw_figures *f)
 {
@@ -943,6 +1026,7 @@ static void raw_all(struct raw_figures *f)
 	f->busy = raw_pingpong(sh, true);
 	printf("raw UDP %u-byte ping-pong half RTT, busy-poll: median %.1f us, p99 %.1f us\n",
 	       WIRE_LAT, f->busy.median_us, f->busy.p99_us);
+	tcp_all(f, sh);
 	munmap(sh, len);
 }
 
@@ -954,11 +1038,28 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 	const struct pct *lat_ref[3] = { &raw->blocking, &raw->busy, &raw->blocking };
 	char name[64];
 
-	printf("\n%-36s %9s %9s %-5s %6s  %-24s %s\n", "figure", "odpemu", "raw UDP", "unit",
+	printf("\n%-36s %9s %9s %-5s %6s  %-24s %s\n", "figure", "odpemu", "anchor", "unit",
 	       "ratio", "goal", "");
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "64 KiB WRITE goodput, poll-us %s", r[i].poll_us);
 		row(name, "GB/s", r[i].good, raw->bulk.gbps, true, 0.6, ">= 0.60 x raw");
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "64 KiB WRITE vs TCP, poll-us %s", r[i].poll_us);
+		row(name, "GB/s", r[i].good, raw->tcp_gbps, true, 1.0, ">= 1.0 x TCP stream");
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "64 KiB ping-pong, poll-us %s", r[i].poll_us);
+		row(name, "us", r[i].big.median_us, raw->tcp64k.median_us, false, 1.0,
+		    "<= 1.0 x TCP ping-pong");
+	}
+	row("8 B half RTT vs TCP, poll-us 50", "us", r[0].lat.median_us, raw->tcp8.median_us,
+	    false, 0, "(TCP 8 B ping-pong)");
+	if (raw->fi8 >= 0) {
+		row("8 B half RTT vs fi_pingpong tcp", "us", r[0].lat.median_us, raw->fi8, false, 0,
+		    "(libfabric tcp, msg)");
+		row("64 KiB ping-pong vs fi_pingpong", "us", r[0].big.median_us, raw->fi64k, false,
+		    0, "(libfabric tcp, msg)");
 	}
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "8 B WRITE rate, poll-us %s", r[i].poll_us);
@@ -976,10 +1077,10 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 	    "(raw column: warm)");
 	row("ODP cold 64 KiB WRITE, stall", "GB/s", odp_stall->cold, odp_stall->warm, true, 0,
 	    "(raw column: warm)");
-	printf("raw UDP: %s; sendmmsg/recvmmsg of %u, no GSO (as odpemud); blocking ping-pong is "
-	       "what an idle daemon does (sleeps in the kernel), busy-poll what a polling one "
-	       "does\n", env.netns ? "the same veth, sockets inside the two namespaces" :
-	       "loopback", UDP_RAW_BATCH);
+	printf("anchors: %s; raw UDP by sendmmsg/recvmmsg of %u without GSO; blocking ping-pong "
+	       "is what an idle daemon does (sleeps in the kernel), busy-poll what a polling one "
+	       "does; kernel TCP with TCP_NODELAY for ping-pongs\n", env.netns ?
+	       "the same veth, sockets inside the two namespaces" : "loopback", UDP_RAW_BATCH);
 }
 
 /* ---- the same figures as an application pair sees them: odpemu-perf, two processes ---- */
