@@ -23,8 +23,10 @@
 #define RX_BUFS 256u		/* provided buffers; a power of two (the ring's mask) */
 /* What a multishot recvmsg writes in front of the payload: its header, the address and the
  * control messages (UDP_GRO's segment size). */
-#define RX_HDR (sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in6) + \
-		sizeof(union gro_cmsg))
+#define RX_HDR (sizeof(struct io_uring_recvmsg_out) + RX_NAMELEN + sizeof(union gro_cmsg))
+/* The name's room in a multishot buffer, rounded to 8 so that the control message after it
+ * is aligned as struct cmsghdr must be. */
+#define RX_NAMELEN ((sizeof(struct sockaddr_in6) + 7) & ~(size_t)7)
 /* The largest payload one receive holds: one datagram, or with UDP_GRO a coalesced run. */
 #define RX_MAX_PLAIN EMU_UDP_MAX_DATAGRAM
 #define RX_MAX_GRO 65536u
@@ -413,7 +415,7 @@ static bool ms_arm_failed(struct emu_udp *u)
 static bool ms_init(struct emu_udp *u)
 {
 	memset(&u->rx_msg, 0, sizeof(u->rx_msg));
-	u->rx_msg.msg_namelen = sizeof(struct sockaddr_in6);
+	u->rx_msg.msg_namelen = RX_NAMELEN;
 	u->rx_msg.msg_controllen = u->gro ? sizeof(union gro_cmsg) : 0;
 	u->rx_io.fn = rx_cb;
 	if (ring_init(u)) {
