@@ -151,7 +151,7 @@ void nic_pump_faults(struct nic *nic)
 			struct nic_mr *mr = iopt_owner(r[i]->dom);
 
 			nic->ctr.faults_raised++;
-			nic->cfg.ports.fault(nic->cfg.ports.ctx, mr->pd->client, r[i]);
+			nic->cfg.ports.fault(nic->cfg.ports.ctx, mr->client, r[i]);
 		}
 }
 

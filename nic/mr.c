@@ -103,6 +103,7 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	if (!mr)
 		return -ENOMEM;
 	mr->pd = pd;
+	mr->client = pd->client;
 	mr->access = in->access;
 	mr->odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
 	mr->implicit = implicit;
@@ -168,6 +169,7 @@ int nic_mr_dereg(struct nic_mr *mr)
 	nic_list_del(&mr->link);
 	nic_list_add_tail(&nic->zombies, &mr->link);
 	mr->pd->users--;
+	mr->pd = NULL;	/* the PD may go before this zombie: its requests use mr->client */
 	nic->ctr.mrs--;
 	nic_mr_reap(nic);
 	return 0;

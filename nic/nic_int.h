@@ -48,7 +48,8 @@ struct nic_pd {
 };
 
 struct nic_mr {
-	struct nic_pd *pd;
+	struct nic_pd *pd;	/* NULL once deregistered (a zombie may outlive its PD) */
+	uint32_t client;	/* the PD's client: whose memory the fault requests are for */
 	void *owner;		/* nic_mr_set_owner */
 	uint32_t key;		/* lkey == rkey */
 	uint64_t va, len;	/* implicit: 0, IOPT_VA_END */
