@@ -213,11 +213,18 @@ static bool still_alive(struct lib_context *c)
 static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc, uint64_t *ts)
 {
 	struct lib_cq *cq = (struct lib_cq *)pub;
-	struct lib_context *c = lib_ctx(pub->context);
+	struct lib_context *c;
 	bool probe = false, yield;
 	uint32_t prod;
 	int n = 0;
 
+	if (!pub || num_entries < 0) {	/* API misuse */
+		errno = EINVAL;
+		return -1;
+	}
+	if (!wc)
+		num_entries = 0;	/* nowhere to put completions: only the liveness check */
+	c = lib_ctx(pub->context);
 	if (lib_forked(c)) {	/* the ring is the parent's (fork.c) */
 		errno = ENODEV;
 		return -1;

@@ -245,7 +245,8 @@ struct odpemu_wc {
 	uint8_t dlid_path_bits;
 };
 /* Up to num_entries completions: the count (>= 0), or a negative value when the device is
- * gone (daemon died: a DEVICE_FATAL event says so too). Never blocks and makes no system
+ * gone (daemon died: a DEVICE_FATAL event says so too; errno ENODEV) or the call is wrong
+ * (no CQ, a negative count: errno EINVAL). With wc NULL nothing is taken (0, or ENODEV). Never blocks and makes no system
  * call while completions come; on a CQ that stays empty (more than 16 polls in a row) it
  * yields the CPU each time, since the NIC (the daemons) runs on the same cores. */
 int odpemu_poll_cq(struct odpemu_cq *cq, int num_entries, struct odpemu_wc *wc);
