@@ -502,19 +502,21 @@ static bool qp_allows(const struct nic_qp *qp, const struct roce_pkt *pkt)
 	}
 }
 
-/* RNR policy: a request dropped behind the expected PSN (an RNR NAK for a fault, or a
- * loss) comes back with the requester's resend. Fault its RETH range in now, unwatched
- * (iopt_prefetch: missing pages only, one request per range, merged by the page table),
- * so the resend finds the pages present instead of paying one RNR round per message.
- * ConnectX does not do this; the stall policy needs it less (it holds the packets). */
+/* A request that cannot run yet, behind a fault: dropped behind the expected PSN under the
+ * rnr policy (an RNR NAK for a fault, or a loss: it comes back with the requester's
+ * resend), or held behind the head packet's fault under stall. Fault its RETH range in
+ * now, unwatched (iopt_prefetch: missing pages only, one request per range, merged by the
+ * page table), so that when it runs its pages are present: the faults of a window of cold
+ * messages resolve together instead of one after the other (rnr: one RNR round per
+ * message). MIDDLE and LAST packets carry no RETH; their FIRST's covered the message.
+ * ConnectX does not do this. */
 static void fault_ahead(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	const struct roce_reth *reth = &pkt->h.reth;
 	bool write = pkt->cls == ROCE_CLASS_WRITE;
 	struct nic_mr *mr;
 
-	if (qp->init.fault_policy != NIC_FAULT_RNR || !(pkt->mask & ROCE_M_RETH) || !reth->len ||
-	    (!write && pkt->cls != ROCE_CLASS_READ))
+	if (!(pkt->mask & ROCE_M_RETH) || !reth->len || (!write && pkt->cls != ROCE_CLASS_READ))
 		return;
 	mr = rkey_target(qp, reth->rkey, reth->va, reth->len,
 			 write ? ODPEMU_ACCESS_REMOTE_WRITE : ODPEMU_ACCESS_REMOTE_READ);
@@ -545,7 +547,8 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
 		qp->ctr.drops[NIC_DROP_SEQ_ERR_SILENT]++;
-		fault_ahead(qp, pkt);
+		if (qp->init.fault_policy == NIC_FAULT_RNR)
+			fault_ahead(qp, pkt);
 		seq_nak(qp);
 		return V_DONE;
 	}
@@ -614,7 +617,8 @@ void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic
 		return;
 	if (qp->init.fault_policy == NIC_FAULT_STALL &&
 	    (qp->resp.nheld || qp->resp.fault.state == NIC_SLOT_WAITING)) {
-		hold(qp, pkt);		/* keep order behind the fault */
+		if (hold(qp, pkt))	/* keep order behind the fault */
+			fault_ahead(qp, pkt);
 		nic_qp_schedule(qp);
 		return;
 	}

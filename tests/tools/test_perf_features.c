@@ -69,7 +69,11 @@ static void test_json_vs_ctl(void)
 					       "items() if k.startswith(\"fault_latency_us_lt_\"))");
 
 		ctl_faults(1, &raised1, &hist1);
-		T_CHECK(faults >= 300, "cold ODP run: %.0f responder page faults", faults);
+		/* a message held behind another's fault has its pages faulted ahead (prefetch) */
+		double ahead = pc_odp(&r, "remote", "page_prefetch");
+
+		T_CHECK(faults + ahead >= 300, "cold ODP run: %.0f responder page faults, %.0f pages "
+			"faulted ahead", faults, ahead);
 		T_CHECK(p50 > 0, "fault latency p50 of a faulting run: %.0f", p50);
 		/* same direction (a request may cover merged faults, so not the same count) */
 		T_CHECK(raised1 - raised0 > 0, "odpemu-ctl: faults_raised grew %.0f, "
