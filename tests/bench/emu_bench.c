@@ -23,8 +23,10 @@
  *      datagrams (an 8 B WRITE_ONLY: 12 + 16 + 8 + 4; the per-packet rate), and ping-pong
  *      of 40-byte datagrams, blocking and busy-polling.
  *   5. Kernel TCP between the same addresses: a stream of 64 KiB writes (iperf3 -l 64K) and
- *      ping-pongs of 8 B and 64 KiB (tcp_raw.c); libfabric's tcp provider, fi_pingpong -p
- *      tcp -e msg at 8 B and 64 KiB, when libfabric-bin is installed (fi_anchor.c).
+ *      ping-pongs of 8 B and 64 KiB (tcp_raw.c); the zero-work relay of odpemu's shape, the
+ *      latency floor of a daemon design here (relay_anchor.c); libfabric's tcp provider,
+ *      fi_pingpong -p tcp -e msg at 8 B and 64 KiB, when libfabric-bin is installed
+ *      (fi_anchor.c).
  *   6. 1 and 2 again with the daemons restarted with --poll-us 1000, then --poll-us 0.
  * The client waits (for completions and watched bytes) with sched_yield() between looks by
  * default: on two vCPUs a pure spinner takes the core a daemon needs (--wait to change).
@@ -52,6 +54,7 @@
 #include "bench.h"
 #include "fi_anchor.h"
 #include "harness.h"
+#include "relay_anchor.h"
 #include "tcp_raw.h"
 #include "udp_raw.h"
 
@@ -936,6 +939,7 @@ struct raw_figures {
 	double tcp_gbps;		/* kernel TCP stream, 64 KiB writes */
 	struct pct tcp8, tcp64k;	/* kernel TCP ping-pong, per transfer */
 	double fi8, fi64k;		/* fi_pingpong -p tcp usec/xfer; < 0: not run */
+	struct pct relay;		/* the zero-work relay of odpemu's shape, half RTT */
 };
 
 /* Kernel TCP between the same two addresses: a 64 KiB-write stream (iperf3 -l 64K). */
@@ -984,6 +988,23 @@ static double fi_anchor(unsigned msg, unsigned iters)
 	return us;
 }
 
+/* The floor of a daemon design on this machine: odpemu's 8 B WRITE ping-pong shape (app ->
+ * shared memory -> relay process -> UDP -> relay -> shared memory -> app, and back, all
+ * four spinning with sched_yield) with no NIC work at all (relay_anchor.c). */
+static struct pct relay_floor(struct raw_shared *sh)
+{
+	int rc;
+
+	running = "zero-work relay";
+	memset(sh, 0, sizeof(*sh));
+	rc = relay_pingpong(env.netns ? env.host[0].ns : NULL, env.netns ? env.host[1].ns : NULL,
+			    env.host[0].addr, env.host[1].addr, raw_port(), cfg.lat_warm,
+			    cfg.lat_n, sh->half);
+	if (rc)
+		die("zero-work relay: %s", strerror(-rc));
+	return percentiles(sh->half, cfg.lat_n);
+}
+
 static void tcp_all(struct raw_figures *f, struct raw_shared *sh)
 {
 	f->tcp_gbps = tcp_stream(sh, cfg.bulk_s);
@@ -994,6 +1015,9 @@ static void tcp_all(struct raw_figures *f, struct raw_shared *sh)
 	f->tcp64k = tcp_pingpong(sh, PP_BIG, cfg.lat_n / 4);
 	printf("kernel TCP 64 KiB ping-pong per transfer: median %.1f us, p99 %.1f us\n",
 	       f->tcp64k.median_us, f->tcp64k.p99_us);
+	f->relay = relay_floor(sh);
+	printf("zero-work relay (odpemu's shape, no NIC) half RTT: median %.1f us, p99 %.1f us\n",
+	       f->relay.median_us, f->relay.p99_us);
 	f->fi8 = fi_anchor(LAT_BYTES, cfg.quick ? 2000 : 10000);
 	f->fi64k = fi_anchor(PP_BIG, cfg.quick ? 500 : 2000);
 	if (f->fi8 >= 0)
@@ -1052,6 +1076,11 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 		snprintf(name, sizeof(name), "64 KiB ping-pong, poll-us %s", r[i].poll_us);
 		row(name, "us", r[i].big.median_us, raw->tcp64k.median_us, false, 1.0,
 		    "<= 1.0 x TCP ping-pong");
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "8 B half RTT vs relay, poll-us %s", r[i].poll_us);
+		row(name, "us", r[i].lat.median_us, raw->relay.median_us, false, 1.2,
+		    "<= 1.2 x zero-work relay");
 	}
 	row("8 B half RTT vs TCP, poll-us 50", "us", r[0].lat.median_us, raw->tcp8.median_us,
 	    false, 0, "(TCP 8 B ping-pong)");
