@@ -61,6 +61,7 @@ static void count_latency(struct emu_daemon *d, uint64_t ns)
 	for (uint64_t us = ns / 1000; us > 1 && b < 23; us >>= 1)
 		b++;
 	d->ctr.fault_lat_us[b]++;
+	emu_lathist_add(&d->ctr.fault_lat_ns, ns);
 }
 
 /* The last request of a synchronous advise_mr was answered: reply to it. */

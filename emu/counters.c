@@ -59,6 +59,19 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 		}
 }
 
+/* The non-empty buckets of a log-linear histogram, as PREFIX_lt_N (N: its upper bound). */
+static void put_lathist(struct ctr_list *l, const char *prefix, const struct emu_lathist *h)
+{
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < EMU_LATHIST_BUCKETS; i++)
+		if (h->count[i]) {
+			snprintf(name, sizeof(name), "%s_lt_%llu", prefix,
+				 (unsigned long long)emu_lathist_upper(i));
+			put(l, name, h->count[i]);
+		}
+}
+
 static void put_iopt(struct ctr_list *l, const struct iopt_counters *c)
 {
 	put(l, "page_faults", c->page_faults);
@@ -169,6 +182,7 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "events_dropped", d->ctr.events_dropped);
 	put_drops(l, nc.drops);
 	put_hist(l, "fault_latency_us", d->ctr.fault_lat_us, 24, 0);
+	put_lathist(l, "fault_latency_ns", &d->ctr.fault_lat_ns);
 }
 
 static void qp_counters(struct emu_obj *o, struct ctr_list *l)

@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "inject.h"
 #include "ipc.h"
+#include "lathist.h"
 #include "loop.h"
 #include "netdev.h"
 #include "nic.h"
@@ -70,6 +71,7 @@ struct emu_daemon {
 		uint64_t invalidations_host, events_sent, events_dropped;
 		uint64_t mrs_pinned_shared, mrs_pinned_by_address;
 		uint64_t fault_lat_us[24];	/* fault submit -> answer delivered, log2 µs */
+		struct emu_lathist fault_lat_ns;	/* the same, log-linear ns (lathist.h) */
 	} ctr;
 	/* What destroyed MRs and QPs had counted, so device counters never go down. */
 	struct iopt_counters retired_mr;

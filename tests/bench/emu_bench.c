@@ -515,10 +515,52 @@ struct odp_result {
 	unsigned long long rnr_naks;		/* responder RNR NAKs sent, cold run */
 	unsigned long long retransmits;		/* requester packets resent, cold run */
 	unsigned long long warm_faults;
+	uint64_t lat_p50_ns, lat_p99_ns;	/* the daemon's fault latency, cold run */
 };
 
 /* 64 KiB WRITEs into a fresh mmap registered ON_DEMAND on side 1, each to the next
  * 64 KiB (one fault each with the default 64 KiB fault-around), then again warm. */
+/* The daemon's log-linear fault-latency histogram (fault_latency_ns_lt_N counters): the
+ * buckets' upper bounds N and their counts, in the daemon's order (ascending N). */
+#define LAT_PREFIX "fault_latency_ns_lt_"
+struct lat_hist {
+	unsigned n;
+	uint64_t bound[128], count[128];
+};
+
+static void lat_snapshot(struct odpemu_context *ctx, struct lat_hist *h)
+{
+	static struct odpemu_counter c[1024];
+	int n = odpemu_query_counters(ctx, ODPEMU_COUNTERS_DEVICE, 0, c, 1024);
+
+	h->n = 0;
+	for (int i = 0; i < n && h->n < 128; i++)
+		if (!strncmp(c[i].name, LAT_PREFIX, strlen(LAT_PREFIX))) {
+			h->bound[h->n] = strtoull(c[i].name + strlen(LAT_PREFIX), NULL, 10);
+			h->count[h->n++] = c[i].value;
+		}
+}
+
+/* The bucket bound (ns) under which pct % of the faults between before and after fall. */
+static uint64_t lat_pct(const struct lat_hist *before, const struct lat_hist *after, double pct)
+{
+	uint64_t delta[128], total = 0, seen = 0;
+
+	for (unsigned i = 0; i < after->n; i++) {
+		delta[i] = after->count[i];
+		for (unsigned k = 0; k < before->n; k++)
+			if (before->bound[k] == after->bound[i])
+				delta[i] -= before->count[k];
+		total += delta[i];
+	}
+	for (unsigned i = 0; i < after->n; i++) {
+		seen += delta[i];
+		if (total && (double)seen >= pct / 100.0 * (double)total)
+			return after->bound[i];
+	}
+	return 0;
+}
+
 static struct odp_result odp_first_touch(struct h_pair *p, uint64_t bytes, double warm_s)
 {
 	struct odpemu_context *rctx = p->s[1].ctx, *qctx = p->s[0].ctx;
@@ -529,6 +571,7 @@ static struct odp_result odp_first_touch(struct h_pair *p, uint64_t bytes, doubl
 	struct odp_result o;
 	struct stream s;
 	unsigned long long f0, p0, r0, t0;
+	struct lat_hist h0, h1;
 
 	if (region == MAP_FAILED)
 		die("mmap %" PRIu64 " bytes: %s", bytes, strerror(errno));
@@ -540,7 +583,11 @@ static struct odp_result odp_first_touch(struct h_pair *p, uint64_t bytes, doubl
 	p0 = counter(rctx, "page_fault_pages");
 	r0 = counter(rctx, "rnr_naks_sent");
 	t0 = counter(qctx, "retransmits");
+	lat_snapshot(rctx, &h0);
 	o.cold = gbps(run_stream(&s));
+	lat_snapshot(rctx, &h1);
+	o.lat_p50_ns = lat_pct(&h0, &h1, 50);
+	o.lat_p99_ns = lat_pct(&h0, &h1, 99);
 	o.faults = counter(rctx, "page_faults") - f0;
 	o.fault_pages = counter(rctx, "page_fault_pages") - p0;
 	o.rnr_naks = counter(rctx, "rnr_naks_sent") - r0;
@@ -561,9 +608,11 @@ static void print_odp(const char *policy, const struct odp_result *o)
 {
 	printf("odpemu  ODP 64 KiB WRITE, %" PRIu64 " MiB, fault policy %s: cold %.3f GB/s, "
 	       "warm %.3f GB/s (%.2f); responder page_faults +%llu (%llu pages), RNR NAKs "
-	       "+%llu; requester retransmits +%llu; faults while warm +%llu\n",
+	       "+%llu; requester retransmits +%llu; faults while warm +%llu; fault latency in "
+	       "the daemon (submit to answer) p50 < %.2f us, p99 < %.2f us\n",
 	       cfg.odp_bytes / MiB, policy, o->cold, o->warm, o->warm ? o->cold / o->warm : 0,
-	       o->faults, o->fault_pages, o->rnr_naks, o->retransmits, o->warm_faults);
+	       o->faults, o->fault_pages, o->rnr_naks, o->retransmits, o->warm_faults,
+	       (double)o->lat_p50_ns / 1e3, (double)o->lat_p99_ns / 1e3);
 }
 
 /* ---- raw UDP in the hosts' namespaces ---- */
@@ -1106,6 +1155,12 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 	    "(raw column: warm)");
 	row("ODP cold 64 KiB WRITE, stall", "GB/s", odp_stall->cold, odp_stall->warm, true, 0,
 	    "(raw column: warm)");
+	printf("%-36s %9.2f %9s %-5s %6s  %-24s %s\n", "fault latency p50, stall (daemon)",
+	       (double)odp_stall->lat_p50_ns / 1e3, "", "us", "", "<= 10 us",
+	       odp_stall->lat_p50_ns <= 10000 ? "met" : "NOT MET");
+	printf("%-36s %9.2f %9s %-5s %6s  %-24s %s\n", "fault latency p99, stall (daemon)",
+	       (double)odp_stall->lat_p99_ns / 1e3, "", "us", "", "<= 100 us",
+	       odp_stall->lat_p99_ns <= 100000 ? "met" : "NOT MET");
 	printf("anchors: %s; raw UDP by sendmmsg/recvmmsg of %u without GSO; blocking ping-pong "
 	       "is what an idle daemon does (sleeps in the kernel), busy-poll what a polling one "
 	       "does; kernel TCP with TCP_NODELAY for ping-pongs\n", env.netns ?
