@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_addr.h"
 
 #define GRACE_NS 1000000000ull	/* after the budget, for children told to stop */
 #define CLOCK_EVERY 256u	/* idle looks between deadline checks: keeps the idle loop lean */
@@ -56,39 +57,11 @@ struct shared {
 	alignas(64) uint64_t half[];
 };
 
-struct addr {
-	struct sockaddr_storage ss;
-	socklen_t len;
-};
-
-static int parse(const char *ip, unsigned port, struct addr *a)
-{
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&a->ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->ss;
-
-	memset(a, 0, sizeof(*a));
-	if (!ip)
-		return -EINVAL;
-	if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		a->len = sizeof(*v4);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		a->len = sizeof(*v6);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* Everything a child needs, resolved before the fork so a child only runs. */
 struct plan {
 	struct shared *sh;
 	struct host_page *page[2];	/* host a's, host b's */
-	struct addr self[2];		/* relay a's and relay b's bound addresses */
+	struct bench_addr self[2];		/* relay a's and relay b's bound addresses */
 	int ns_fd[2];			/* -1: stay in the caller's namespace */
 };
 
@@ -113,7 +86,7 @@ static int fail(struct shared *sh, enum role r, int rc)
 
 /* A UDP socket bound to the relay's address, DF set as odpemud's are. Default buffers:
  * one datagram is ever in flight. */
-static int relay_socket(const struct addr *self)
+static int relay_socket(const struct bench_addr *self)
 {
 	int fd = socket(self->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), pmtu;
 
@@ -141,7 +114,7 @@ static int relay_run(const struct plan *p, int h)
 {
 	struct shared *sh = p->sh;
 	struct host_page *pg = p->page[h];
-	const struct addr *peer = &p->self[!h];
+	const struct bench_addr *peer = &p->self[!h];
 	enum role me = h ? RELAY_B : RELAY_A;
 	uint8_t out[RELAY_DGRAM] = { 0 }, in[RELAY_DGRAM + 1];
 	uint64_t sent = 0;
@@ -360,7 +333,7 @@ static int plan_up(struct plan *p, const char *const ns[2], const char *addr_a,
 {
 	memset(p, 0, sizeof(*p));
 	p->ns_fd[0] = p->ns_fd[1] = -1;
-	if (parse(addr_a, port, &p->self[0]) || parse(addr_b, port + 1, &p->self[1]) ||
+	if (bench_addr_parse(addr_a, port, &p->self[0]) || bench_addr_parse(addr_b, port + 1, &p->self[1]) ||
 	    p->self[0].ss.ss_family != p->self[1].ss.ss_family)
 		return -EINVAL;
 	for (int h = 0; h < 2; h++) {

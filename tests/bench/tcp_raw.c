@@ -15,36 +15,9 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_addr.h"
 
 #define IO_TIMEOUT_MS 5000u	/* a peer that stops reading or answering */
-
-struct addr {
-	struct sockaddr_storage ss;
-	socklen_t len;
-};
-
-static int parse(const char *ip, unsigned port, struct addr *a)
-{
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&a->ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->ss;
-
-	memset(a, 0, sizeof(*a));
-	if (port > 65535)
-		return -EINVAL;
-	if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		a->len = sizeof(*v4);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		a->len = sizeof(*v6);
-		return 0;
-	}
-	return -EINVAL;
-}
 
 /* Blocking reads and writes that give up after ms with EAGAIN: the plain blocking path
  * (one syscall per read, as poll() + read() would not be) with a bound on every wait. */
@@ -86,10 +59,10 @@ static int fail_close(int fd, int e)
  * the last run's connection sits in TIME_WAIT. */
 static int open_listener(const char *ip, unsigned port)
 {
-	struct addr self;
+	struct bench_addr self;
 	int fd, one = 1;
 
-	if (parse(ip, port, &self))
+	if (bench_addr_parse(ip, port, &self))
 		return -EINVAL;
 	fd = socket(self.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -120,12 +93,12 @@ static int accept_within(int lfd, unsigned ms)
  * two minutes of SYN retries. */
 static int connect_from(const char *src, const char *dst, unsigned port, int nodelay)
 {
-	struct addr self, peer;
+	struct bench_addr self, peer;
 	struct pollfd p;
 	int fd, err = 0, rc;
 	socklen_t len = sizeof(err);
 
-	if (parse(src, 0, &self) || parse(dst, port, &peer) ||
+	if (bench_addr_parse(src, 0, &self) || bench_addr_parse(dst, port, &peer) ||
 	    self.ss.ss_family != peer.ss.ss_family)
 		return -EINVAL;
 	fd = socket(peer.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_addr.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -22,38 +23,12 @@
 #define BUF_BYTES (8 << 20)	/* as odpemud: REFERENCE.md, UDP receive loss */
 #define MAX_DGRAM 65507u
 
-struct addr {
-	struct sockaddr_storage ss;
-	socklen_t len;
-};
-
-static int parse(const char *ip, unsigned port, struct addr *a)
-{
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&a->ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->ss;
-
-	memset(a, 0, sizeof(*a));
-	if (inet_pton(AF_INET, ip, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		a->len = sizeof(*v4);
-		return 0;
-	}
-	if (inet_pton(AF_INET6, ip, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		a->len = sizeof(*v6);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 /* A UDP socket bound to ip:port, large buffers, DF set (odpemud's settings). */
-static int open_bound(const char *ip, unsigned port, struct addr *bound)
+static int open_bound(const char *ip, unsigned port, struct bench_addr *bound)
 {
 	int fd, buf = BUF_BYTES, pmtu;
 
-	if (parse(ip, port, bound))
+	if (bench_addr_parse(ip, port, bound))
 		return -EINVAL;
 	fd = socket(bound->ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -101,7 +76,7 @@ int udp_bulk_recv(const char *addr, unsigned port, unsigned dgram, int ready_fd,
 {
 	struct mmsghdr mm[UDP_RAW_BATCH];
 	struct iovec iov[UDP_RAW_BATCH];
-	struct addr self;
+	struct bench_addr self;
 	uint8_t *buf;
 	int fd;
 
@@ -146,7 +121,7 @@ int udp_bulk_send(const char *src, const char *dst, unsigned port, unsigned dgra
 {
 	struct mmsghdr mm[UDP_RAW_BATCH];
 	struct iovec iov[UDP_RAW_BATCH];
-	struct addr self, peer;
+	struct bench_addr self, peer;
 	unsigned segs = gso ? MAX_DGRAM / (dgram ? dgram : 1) : UDP_RAW_BATCH;
 	size_t len = (size_t)UDP_RAW_BATCH * dgram;
 	uint64_t end;
@@ -154,7 +129,7 @@ int udp_bulk_send(const char *src, const char *dst, unsigned port, unsigned dgra
 	int fd, seg = (int)dgram;
 
 	*sent = 0;
-	if (parse(dst, port, &peer) || dgram > MAX_DGRAM)
+	if (bench_addr_parse(dst, port, &peer) || dgram > MAX_DGRAM)
 		return -EINVAL;
 	if (gso && (segs < 2 || segs > UDP_RAW_BATCH))
 		return -EINVAL;
@@ -217,7 +192,7 @@ static ssize_t recv_one(int fd, void *buf, size_t len, bool busy, uint64_t deadl
 int udp_echo(const char *addr, unsigned port, bool busy, int ready_fd, unsigned idle_ms)
 {
 	uint8_t buf[MAX_DGRAM];
-	struct addr self;
+	struct bench_addr self;
 	int fd = open_bound(addr, port, &self);
 
 	if (fd < 0)
@@ -244,12 +219,12 @@ int udp_ping(const char *src, const char *dst, unsigned port, unsigned dgram, bo
 	     unsigned warmup, unsigned n, uint64_t *half_rtt_ns, unsigned *lost)
 {
 	uint8_t out[MAX_DGRAM], in[MAX_DGRAM];
-	struct addr self, peer;
+	struct bench_addr self, peer;
 	unsigned done = 0;
 	int fd;
 
 	*lost = 0;
-	if (parse(dst, port, &peer) || dgram > MAX_DGRAM || dgram < 4)
+	if (bench_addr_parse(dst, port, &peer) || dgram > MAX_DGRAM || dgram < 4)
 		return -EINVAL;
 	if ((fd = open_bound(src, 0, &self)) < 0)
 		return fd;
