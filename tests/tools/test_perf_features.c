@@ -75,6 +75,14 @@ static void test_json_vs_ctl(void)
 		T_CHECK(faults + ahead >= 300, "cold ODP run: %.0f responder page faults, %.0f pages "
 			"faulted ahead", faults, ahead);
 		T_CHECK(p50 > 0, "fault latency p50 of a faulting run: %.0f", p50);
+		{
+			/* the log-linear ns buckets: the same faults, a bound within 25 % of the
+			 * true p50, so under 1.25 x the log2 µs bound */
+			double ns50 = pc_odp(&r, "remote", "fault_latency_ns_p50");
+
+			T_CHECK(ns50 > 0 && ns50 < 1.25 * p50 * 1000, "fault latency p50 from the "
+				"ns buckets %.0f ns, from the µs buckets < %.0f µs", ns50, p50);
+		}
 		/* same direction (a request may cover merged faults, so not the same count) */
 		T_CHECK(raised1 - raised0 > 0, "odpemu-ctl: faults_raised grew %.0f, "
 			"odpemu-perf saw %.0f page faults", raised1 - raised0, faults);

@@ -18,9 +18,16 @@
 
 static void print_text(const char *name, const struct ctrs *s)
 {
+	uint64_t p50 = ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 50);
+
 	printf("dev %s\n", name);
 	for (int i = 0; i < s->n; i++)
 		printf("  %-32s %" PRIu64 "\n", s->c[i].name, s->c[i].value);
+	if (p50)	/* the percentiles of every fault since the daemon started */
+		printf("  fault latency since start: p50 < %.2f us, p99 < %.2f us, p99.9 < %.2f us "
+		       "(log-linear buckets: within 25 %%)\n", (double)p50 / 1e3,
+		       (double)ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 99) / 1e3,
+		       (double)ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 99.9) / 1e3);
 }
 
 static void print_json(struct jw *w, const char *name, const struct ctrs *s)

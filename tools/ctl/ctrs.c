@@ -97,7 +97,13 @@ static int by_bound(const void *a, const void *b)
 
 int ctrs_hist(const struct ctrs *s, uint64_t *bounds, uint64_t *counts, int max)
 {
-	size_t plen = strlen(CTRS_HIST_PREFIX);
+	return ctrs_hist_of(s, CTRS_HIST_PREFIX, bounds, counts, max);
+}
+
+int ctrs_hist_of(const struct ctrs *s, const char *prefix, uint64_t *bounds, uint64_t *counts,
+		 int max)
+{
+	size_t plen = strlen(prefix);
 	uint64_t pairs[CTRS_MAX][2];
 	int n = 0;
 
@@ -105,7 +111,7 @@ int ctrs_hist(const struct ctrs *s, uint64_t *bounds, uint64_t *counts, int max)
 		char *end;
 		unsigned long long bound;
 
-		if (strncmp(s->c[i].name, CTRS_HIST_PREFIX, plen) || !s->c[i].value)
+		if (strncmp(s->c[i].name, prefix, plen) || !s->c[i].value)
 			continue;
 		bound = strtoull(s->c[i].name + plen, &end, 10);
 		if (*end || n >= CTRS_MAX)
@@ -125,8 +131,13 @@ int ctrs_hist(const struct ctrs *s, uint64_t *bounds, uint64_t *counts, int max)
 
 uint64_t ctrs_hist_pct(const struct ctrs *s, double pct)
 {
-	uint64_t bounds[64], counts[64], total = 0, seen = 0;
-	int n = ctrs_hist(s, bounds, counts, 64);
+	return ctrs_hist_pct_of(s, CTRS_HIST_PREFIX, pct);
+}
+
+uint64_t ctrs_hist_pct_of(const struct ctrs *s, const char *prefix, double pct)
+{
+	uint64_t bounds[CTRS_MAX], counts[CTRS_MAX], total = 0, seen = 0;
+	int n = ctrs_hist_of(s, prefix, bounds, counts, CTRS_MAX);
 
 	for (int i = 0; i < n; i++)
 		total += counts[i];

@@ -14,6 +14,8 @@
 
 #define CTRS_MAX 256
 #define CTRS_HIST_PREFIX "fault_latency_us_lt_"
+/* The same faults in log-linear buckets (four per power of two, from 64 ns): N in ns. */
+#define CTRS_NS_HIST_PREFIX "fault_latency_ns_lt_"
 
 struct ctrs {
 	int n;
@@ -38,7 +40,12 @@ bool ctrs_is_gauge(const char *name);
 /* The histogram bucket bound N (µs) under which `pct` percent of the faults fall; 0 when
  * the histogram is empty. */
 uint64_t ctrs_hist_pct(const struct ctrs *s, double pct);
+/* The same for the histogram whose counters are prefix + N (CTRS_NS_HIST_PREFIX: N in ns,
+ * within 25 % of the true percentile). */
+uint64_t ctrs_hist_pct_of(const struct ctrs *s, const char *prefix, double pct);
 /* The buckets in ascending order: bounds[i] (µs) and counts[i]; returns how many (≤ max). */
 int ctrs_hist(const struct ctrs *s, uint64_t *bounds, uint64_t *counts, int max);
+int ctrs_hist_of(const struct ctrs *s, const char *prefix, uint64_t *bounds, uint64_t *counts,
+		 int max);
 
 #endif

@@ -142,6 +142,17 @@ static void fault_pct(const struct ctrs *s, double pct, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* "< 12.80" or "-": from the log-linear ns buckets, in µs. */
+static void fault_pct_ns(const struct ctrs *s, double pct, char *buf, size_t len)
+{
+	uint64_t b = ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, pct);
+
+	if (b)
+		snprintf(buf, len, "< %.2f", (double)b / 1e3);
+	else
+		snprintf(buf, len, "-");
+}
+
 static void odp_text(const struct perf_report *rep)
 {
 	char a[32], b[32];
@@ -159,6 +170,15 @@ static void odp_text(const struct perf_report *rep)
 	fault_pct(&rep->local_total, 99, a, sizeof(a));
 	fault_pct(&rep->remote_total, 99, b, sizeof(b));
 	printf(" %-40s %18s %18s\n", "fault latency p99 [usec]", a, b);
+	for (unsigned i = 0; i < 3; i++) {
+		static const double pcts[3] = { 50, 99, 99.9 };
+		static const char *const names[3] = { "fault latency p50 [usec, +-25%]",
+			"fault latency p99 [usec, +-25%]", "fault latency p99.9 [usec, +-25%]" };
+
+		fault_pct_ns(&rep->local_total, pcts[i], a, sizeof(a));
+		fault_pct_ns(&rep->remote_total, pcts[i], b, sizeof(b));
+		printf(" %-40s %18s %18s\n", names[i], a, b);
+	}
 }
 
 static void verify_text(const struct perf_report *rep)
@@ -186,6 +206,9 @@ static void json_odp(struct jw *w, const char *key, const char *dev, const struc
 		jw_u64(w, perf_odp_keys[i], ctrs_get(s, perf_odp_keys[i]));
 	jw_u64(w, "fault_latency_us_p50", ctrs_hist_pct(s, 50));
 	jw_u64(w, "fault_latency_us_p99", ctrs_hist_pct(s, 99));
+	jw_u64(w, "fault_latency_ns_p50", ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 50));
+	jw_u64(w, "fault_latency_ns_p99", ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 99));
+	jw_u64(w, "fault_latency_ns_p999", ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 99.9));
 	for (int i = 0; i < n; i++) {
 		char name[64];
 
