@@ -59,6 +59,20 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 		}
 }
 
+/* The fault thread's own account: requests resolved, and the time spent resolving them and
+ * waiting in its queue (fault_resolve_ns / fault_jobs is the service time of one). */
+static void put_fault_thread(struct ctr_list *l, struct emu_daemon *d)
+{
+	struct emu_fault_stats f = { 0 };
+
+	if (d->fault)
+		emu_fault_stats_get(d->fault, &f);
+	put(l, "fault_jobs", f.jobs);
+	put(l, "fault_resolve_ns", f.resolve_ns_total);
+	put(l, "fault_queue_wait_ns", f.wait_ns_total);
+	put(l, "fault_maps_errors", f.maps_errors);
+}
+
 /* The non-empty buckets of a log-linear histogram, as PREFIX_lt_N (N: its upper bound). */
 static void put_lathist(struct ctr_list *l, const char *prefix, const struct emu_lathist *h)
 {
@@ -162,6 +176,7 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 #undef PUT_UDP_
 	put(l, "faults_raised", nc.faults_raised);
 	put(l, "faults_failed", nc.faults_failed);
+	put_fault_thread(l, d);
 	put_iopt(l, &sum);
 	put(l, "rnr_naks_sent", qsum.rnr_naks_sent);
 	put(l, "rnr_naks_received", qsum.rnr_naks_received);

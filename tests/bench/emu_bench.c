@@ -516,6 +516,7 @@ struct odp_result {
 	unsigned long long retransmits;		/* requester packets resent, cold run */
 	unsigned long long warm_faults;
 	uint64_t lat_p50_ns, lat_p99_ns;	/* the daemon's fault latency, cold run */
+	double resolve_us, wait_us;		/* the fault thread per request: work, queue */
 };
 
 /* 64 KiB WRITEs into a fresh mmap registered ON_DEMAND on side 1, each to the next
@@ -570,7 +571,7 @@ static struct odp_result odp_first_touch(struct h_pair *p, uint64_t bytes, doubl
 	struct odpemu_mr *msrc, *mdst;
 	struct odp_result o;
 	struct stream s;
-	unsigned long long f0, p0, r0, t0;
+	unsigned long long f0, p0, r0, t0, j0, n0, w0;
 	struct lat_hist h0, h1;
 
 	if (region == MAP_FAILED)
@@ -584,8 +585,14 @@ static struct odp_result odp_first_touch(struct h_pair *p, uint64_t bytes, doubl
 	r0 = counter(rctx, "rnr_naks_sent");
 	t0 = counter(qctx, "retransmits");
 	lat_snapshot(rctx, &h0);
+	j0 = counter(rctx, "fault_jobs");
+	n0 = counter(rctx, "fault_resolve_ns");
+	w0 = counter(rctx, "fault_queue_wait_ns");
 	o.cold = gbps(run_stream(&s));
 	lat_snapshot(rctx, &h1);
+	j0 = counter(rctx, "fault_jobs") - j0;
+	o.resolve_us = j0 ? (double)(counter(rctx, "fault_resolve_ns") - n0) / (double)j0 / 1e3 : 0;
+	o.wait_us = j0 ? (double)(counter(rctx, "fault_queue_wait_ns") - w0) / (double)j0 / 1e3 : 0;
 	o.lat_p50_ns = lat_pct(&h0, &h1, 50);
 	o.lat_p99_ns = lat_pct(&h0, &h1, 99);
 	o.faults = counter(rctx, "page_faults") - f0;
@@ -609,10 +616,12 @@ static void print_odp(const char *policy, const struct odp_result *o)
 	printf("odpemu  ODP 64 KiB WRITE, %" PRIu64 " MiB, fault policy %s: cold %.3f GB/s, "
 	       "warm %.3f GB/s (%.2f); responder page_faults +%llu (%llu pages), RNR NAKs "
 	       "+%llu; requester retransmits +%llu; faults while warm +%llu; fault latency in "
-	       "the daemon (submit to answer) p50 < %.2f us, p99 < %.2f us\n",
+	       "the daemon (submit to answer) p50 < %.2f us, p99 < %.2f us; per request the fault "
+	       "thread worked %.1f us after %.1f us in its queue\n",
 	       cfg.odp_bytes / MiB, policy, o->cold, o->warm, o->warm ? o->cold / o->warm : 0,
 	       o->faults, o->fault_pages, o->rnr_naks, o->retransmits, o->warm_faults,
-	       (double)o->lat_p50_ns / 1e3, (double)o->lat_p99_ns / 1e3);
+	       (double)o->lat_p50_ns / 1e3, (double)o->lat_p99_ns / 1e3, o->resolve_us,
+	       o->wait_us);
 }
 
 /* ---- raw UDP in the hosts' namespaces ---- */
