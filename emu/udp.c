@@ -138,19 +138,26 @@ static void rx_one(struct emu_udp *u, const uint8_t *pkt, size_t len, const void
 		deliver_one(u, pkt + off, len - off < gso_size ? len - off : gso_size, &src, sport);
 }
 
+/* The segment size if c is UDP_GRO's control message, else 0. */
+static unsigned gro_size_in(const struct cmsghdr *c)
+{
+	int v;
+
+	if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+	    c->cmsg_len < CMSG_LEN(sizeof(v)))
+		return 0;
+	memcpy(&v, CMSG_DATA(c), sizeof(v));
+	return v > 0 ? (unsigned)v : 0;
+}
+
 /* The segment size UDP_GRO reports for a coalesced buffer, 0 for a plain datagram. */
 static unsigned gro_size_of(struct msghdr *h)
 {
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
-		int v;
+	unsigned size = 0;
 
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(v))) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			return v > 0 ? (unsigned)v : 0;
-		}
-	}
-	return 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c && !size; c = CMSG_NXTHDR(h, c))
+		size = gro_size_in(c);
+	return size;
 }
 
 /* ---- receive, fallback: multishot poll + recvmmsg ---- */
@@ -324,17 +331,12 @@ static void ms_arm(struct emu_udp *u)
 /* UDP_GRO's segment size in a multishot buffer's control messages (0: none). */
 static unsigned ms_gro_size(struct emu_udp *u, struct io_uring_recvmsg_out *o)
 {
-	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, &u->rx_msg); c;
-	     c = io_uring_recvmsg_cmsg_nexthdr(o, &u->rx_msg, c)) {
-		int v;
+	unsigned size = 0;
 
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(v))) {
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			return v > 0 ? (unsigned)v : 0;
-		}
-	}
-	return 0;
+	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, &u->rx_msg); c && !size;
+	     c = io_uring_recvmsg_cmsg_nexthdr(o, &u->rx_msg, c))
+		size = gro_size_in(c);
+	return size;
 }
 
 static void ms_buffer(struct emu_udp *u, unsigned bid, int res)
