@@ -688,11 +688,7 @@ static pid_t spawn(int host, const struct raw_job *j, struct raw_shared *sh)
 		die("fork: %s", strerror(errno));
 	if (pid)
 		return pid;
-	/* The harness's handlers would tear the hosts down from here: not ours to do. */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGALRM, SIG_DFL);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	bench_child_detach();
 	if (env.netns) {
 		char path[96];
 		int fd;

@@ -256,11 +256,7 @@ static pid_t spawn(const struct plan *p, enum role r, const int alive[2])
 
 	if (pid)
 		return pid;
-	/* The harness's handlers would tear the hosts down from here: not ours to do. */
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGALRM, SIG_DFL);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	bench_child_detach();
 	if (getppid() != parent)
 		_exit(1);	/* the caller died before prctl: nobody to report to */
 	close(alive[0]);
