@@ -84,14 +84,25 @@ int emu_ctl_listen(struct emu_daemon *d)
 		d->sock_path[0] = 0;	/* not ours: never unlink it */
 		return rc;
 	}
-	strcpy(sa.sun_path, d->sock_path);
+	/* Bound and listening under a private name first, then renamed into place: the path
+	 * never names a socket that refuses connections (a client, or a second daemon's
+	 * claim_path, would take it for a dead one between bind and listen). */
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d", d->sock_path,
+			     (int)getpid()) >= sizeof(sa.sun_path)) {
+		emu_log(EMU_LOG_ERR, "socket path %s is too long for a unix socket", d->sock_path);
+		d->sock_path[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	unlink(sa.sun_path);	/* a leftover of a daemon with our pid, long gone */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(d->sock_path, 0660) ||
-	    listen(fd, 64)) {
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(sa.sun_path, 0660) ||
+	    listen(fd, 64) || rename(sa.sun_path, d->sock_path)) {
 		rc = -errno;
 		emu_log(EMU_LOG_ERR, "cannot listen on %s: %s", d->sock_path, strerror(errno));
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			unlink(sa.sun_path);
+		}
 		d->sock_path[0] = 0;
 		return rc;
 	}
