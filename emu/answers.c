@@ -14,6 +14,8 @@
 #include "nic.h"
 #include "session.h"
 
+#define DELIVER_PASSES	4
+
 void emu_answers_add(struct emu_answers *a, struct emu_fault_job *j)
 {
 	j->next = NULL;
@@ -33,6 +35,14 @@ static void take_all(struct emu_daemon *d)
 	while ((n = emu_fault_take(d->fault, jobs, 64)))
 		for (unsigned i = 0; i < n; i++)
 			emu_answers_add(&d->answers, jobs[i]);
+}
+
+bool emu_answers_poll(struct emu_daemon *d)
+{
+	if (!d->fault || !emu_fault_answers_waiting(d->fault))
+		return false;
+	take_all(d);
+	return true;
 }
 
 void emu_answers_rx(struct emu_io *io, const struct io_uring_cqe *cqe)
@@ -82,6 +92,8 @@ static void advise_answered(struct emu_daemon *d, const struct emu_fault_job *j)
 static void deliver(struct emu_daemon *d, struct emu_fault_job *j, uint64_t now)
 {
 	count_latency(d, now - j->enqueued_ns);
+	if (now > j->due_ns)
+		d->ctr.fault_deliver_wait_ns += now - j->due_ns;
 	struct iopt *t = j->req->dom;	/* read before the answer frees the request */
 	int rc;
 
@@ -100,7 +112,8 @@ static void deliver(struct emu_daemon *d, struct emu_fault_job *j, uint64_t now)
 	free(j);
 }
 
-void emu_answers_deliver(struct emu_daemon *d, uint64_t now)
+/* One pass: deliver what is due at now, in answer order. */
+static bool deliver_due(struct emu_daemon *d, uint64_t now)
 {
 	struct emu_answers *a = &d->answers;
 	struct emu_fault_job **p = &a->head, *ready = NULL, **ready_tail = &ready;
@@ -120,12 +133,27 @@ void emu_answers_deliver(struct emu_daemon *d, uint64_t now)
 			p = &j->next;
 		}
 	}
+	if (!ready)
+		return false;
+	nic_batch_begin(d->nic);
 	while (ready) {
 		struct emu_fault_job *j = ready;
 
 		ready = j->next;
 		deliver(d, j, now);
 	}
+	nic_batch_end(d->nic, now);
+	return true;
+}
+
+void emu_answers_deliver(struct emu_daemon *d, uint64_t now)
+{
+	/* An answer lets nic/ go on with the requests it held, which may fault on the next
+	 * pages; resolved inline, those answers are due at once. Deliver them in the same
+	 * round instead of after the rest of the loop's work (a few passes, so one round
+	 * stays bounded). */
+	for (unsigned pass = 0; pass < DELIVER_PASSES && deliver_due(d, now); pass++)
+		now = emu_now_ns();
 }
 
 void emu_answers_drain_all(struct emu_daemon *d)

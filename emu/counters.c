@@ -60,7 +60,8 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 }
 
 /* The fault thread's own account: requests resolved, and the time spent resolving them and
- * waiting in its queue (fault_resolve_ns / fault_jobs is the service time of one). */
+ * waiting in its queue (fault_resolve_ns / fault_jobs is the service time of one); then
+ * the loop's part, from an answer being due to its delivery to nic/. */
 static void put_fault_thread(struct ctr_list *l, struct emu_daemon *d)
 {
 	struct emu_fault_stats f = { 0 };
@@ -70,6 +71,10 @@ static void put_fault_thread(struct ctr_list *l, struct emu_daemon *d)
 	put(l, "fault_jobs", f.jobs);
 	put(l, "fault_resolve_ns", f.resolve_ns_total);
 	put(l, "fault_queue_wait_ns", f.wait_ns_total);
+	put(l, "fault_deliver_wait_ns", d->ctr.fault_deliver_wait_ns);
+	put(l, "fault_batches", f.batches);
+	put(l, "fault_batch_reused", f.batch_reused);
+	put(l, "fault_jobs_inline", f.inline_jobs);
 	put(l, "fault_maps_errors", f.maps_errors);
 }
 

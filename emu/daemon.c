@@ -93,6 +93,10 @@ static void deliver_packet(void *arg, const uint8_t *pkt, size_t len, const stru
 		d->rx_drained = true;
 		emu_rings_drain(d);
 	}
+	/* Fault answers due (resolved inline by an earlier packet of this dispatch) go first:
+	 * a dispatch can carry a window of 64 KiB messages, and nic/ is waiting for them. */
+	if (d->answers.head)
+		emu_answers_deliver(d, emu_now_ns());
 	nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
 }
 
@@ -278,6 +282,7 @@ static int start_fault_thread(struct emu_daemon *d)
 		emu_log(EMU_LOG_ERR, "cannot start the fault handler: %s", strerror(-rc));
 		return rc;
 	}
+	emu_fault_set_inline(d->fault, !d->opt.fault_thread);
 	d->fault_io.fn = emu_answers_rx;
 	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
 	return 0;
@@ -332,9 +337,15 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 /* One round of work; true if anything moved. */
 static bool work_round(struct emu_daemon *d)
 {
-	uint64_t now = emu_now_ns();
-	bool work = emu_rings_drain(d);
+	bool work;
+	uint64_t now;
 
+	emu_fault_forget_vmas(d->fault);
+	work = emu_rings_drain(d);
+	work |= emu_answers_poll(d);
+	/* The clock after draining: a fault the drain raised was answered inline (due now),
+	 * and must not wait for the next round, behind a yield to the other tasks. */
+	now = emu_now_ns();
 	if (emu_answers_next_due(d) <= now) {
 		emu_answers_deliver(d, now);
 		work = true;
@@ -357,6 +368,14 @@ static uint64_t next_deadline(struct emu_daemon *d)
 	return e < t ? e : t;
 }
 
+/* Tell the clients (the status page) and the fault thread whether the loop is about to
+ * sleep: then they must wake it (a doorbell, the thread's eventfd); else it will look. */
+static void set_sleeping(struct emu_daemon *d, bool sleeping)
+{
+	atomic_store(&d->status->sleeping, sleeping ? 1 : 0);
+	emu_fault_set_polling(d->fault, !sleeping);
+}
+
 int emu_daemon_run(struct emu_daemon *d)
 {
 	uint64_t busy_until = 0, spin = (uint64_t)d->opt.poll_us * 1000;
@@ -375,17 +394,18 @@ int emu_daemon_run(struct emu_daemon *d)
 			if (rc == 0)
 				sched_yield();
 		} else {
-			atomic_store(&d->status->sleeping, 1);
-			/* Dekker with the client: it stores prod then loads sleeping; we store
-			 * sleeping then look at the rings again. */
-			if (emu_rings_drain(d)) {
-				atomic_store(&d->status->sleeping, 0);
+			set_sleeping(d, true);
+			/* Dekker with the client and the fault thread: they store their work,
+			 * then look at whether we sleep; we store that we sleep, then look at
+			 * their work again. */
+			if (emu_rings_drain(d) || emu_fault_answers_waiting(d->fault)) {
+				set_sleeping(d, false);
 				busy_until = emu_now_ns() + spin;
 				continue;
 			}
 			deadline = next_deadline(d);
 			rc = emu_loop_run_once(&d->loop, deadline);
-			atomic_store(&d->status->sleeping, 0);
+			set_sleeping(d, false);
 		}
 		if (rc < 0) {
 			emu_log(EMU_LOG_ERR, "event loop: %s", strerror(-rc));

@@ -12,6 +12,7 @@
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@
 #define NAME_BUF	4160	/* PATH_MAX and some: a VMA name from PROCMAP_QUERY */
 #define PM_CHUNK	512	/* pagemap entries per pread: 4 KiB */
 #define RACE_MAX	2	/* re-reads after registering before answering anyway */
+#define FILES_CACHED	8	/* clients whose /proc files the thread keeps open */
+#define BATCH_MAX	64	/* jobs taken per wake-up */
 
 /* The PROCMAP_QUERY ioctl (include/uapi/linux/fs.h, Linux 6.11): our own copy, since the
  * build machines' headers (Debian 12: 6.1) lack it. The ABI is fixed; `size` versions it. */
@@ -104,24 +107,72 @@ static int add_run(struct map_vec *v, uint64_t va, uint64_t end, unsigned perm)
 	return 0;
 }
 
+/* A client's /proc files, kept open across jobs: opening /proc/PID/maps costs more than
+ * resolving a job with PROCMAP_QUERY. Keyed by the NIC's client id, which is never reused,
+ * and the pid; closed when the loop says the client is gone (emu_fault_forget) or when
+ * the slot is wanted for another client (least recently used). */
+struct client_files {
+	uint32_t client;
+	pid_t pid;			/* 0: free slot */
+	int maps_fd, pagemap_fd;	/* -1 until first needed */
+	uint64_t used;			/* resolver tick of the last use */
+};
+
 /* The resolver's scratch, reused job after job by the thread. */
 struct resolver {
 	bool text;			/* read the maps as text (forced, or no PROCMAP_QUERY) */
 	struct vma_vec vmas, again;
 	struct map_vec runs;
+	/* VMAs settled (read, registered, read again unchanged) during this batch, for
+	 * batch_client/batch_pid: a later job of the batch inside one of them needs no
+	 * syscall (see settle_vmas). Emptied at each batch. */
+	struct vma_vec settled;
+	uint32_t batch_client;
+	pid_t batch_pid;		/* 0: nothing settled yet */
+	bool batch_uffd;		/* settled with the VMAs registered on a uffd */
+	struct client_files files[FILES_CACHED];
+	uint64_t tick;
 	char buf[MAPS_BUF];
 	char name[NAME_BUF];
 	uint64_t pm[PM_CHUNK];
 };
 
+static struct resolver *resolver_new(bool text)
+{
+	struct resolver *rs = calloc(1, sizeof(*rs));
+
+	if (rs)
+		rs->text = text;
+	return rs;
+}
+
+static void files_close(struct client_files *c)
+{
+	if (c->maps_fd >= 0)
+		close(c->maps_fd);
+	if (c->pagemap_fd >= 0)
+		close(c->pagemap_fd);
+	*c = (struct client_files){ .maps_fd = -1, .pagemap_fd = -1 };
+}
+
 static void resolver_free(struct resolver *rs)
 {
 	if (!rs)
 		return;
+	for (unsigned i = 0; i < FILES_CACHED; i++)
+		if (rs->files[i].pid)
+			files_close(&rs->files[i]);
 	free(rs->vmas.a);
 	free(rs->again.a);
 	free(rs->runs.a);
+	free(rs->settled.a);
 	free(rs);
+}
+
+static void batch_begin(struct resolver *rs)
+{
+	rs->settled.n = 0;
+	rs->batch_pid = 0;
 }
 
 /* ---- the client's VMAs ---- */
@@ -327,6 +378,8 @@ static int collect(struct resolver *rs, int fd, uint64_t lo, uint64_t hi, struct
 			break;
 		if (vma_push(out, &v))
 			return -ENOMEM;
+		if (v.end >= hi)
+			return 0;	/* the last one meeting the window: no need to ask on */
 	}
 	if (rc == -ENOTTY && !rs->text) {
 		/* A kernel before 6.11: the text from now on. */
@@ -498,6 +551,40 @@ static void fit_runs(struct map_vec *v, const struct iopt_req *r, struct emu_fau
 	memcpy(job->maps, &v->a[first], job->nmaps * sizeof(job->maps[0]));
 }
 
+/* Is the batch memory for this job's client (and its notifier state)? */
+static bool same_batch_client(const struct resolver *rs, const struct emu_fault_job *job)
+{
+	return rs->batch_pid && rs->batch_pid == job->pid && rs->batch_client == job->client &&
+		rs->batch_uffd == (job->uffd >= 0);
+}
+
+/* A VMA settled earlier in this batch that holds the whole window, or NULL. Reusing it is
+ * as safe as answering the job that settled it: with a uffd, any change to it since was
+ * reported as an event, which the loop handles before it delivers this answer. */
+static const struct emu_vma *settled_cover(const struct resolver *rs,
+	const struct emu_fault_job *job, uint64_t lo, uint64_t hi)
+{
+	if (!same_batch_client(rs, job))
+		return NULL;
+	for (size_t i = 0; i < rs->settled.n; i++)
+		if (rs->settled.a[i].start <= lo && hi <= rs->settled.a[i].end)
+			return &rs->settled.a[i];
+	return NULL;
+}
+
+static void remember_settled(struct resolver *rs, const struct emu_fault_job *job)
+{
+	if (!same_batch_client(rs, job)) {
+		rs->settled.n = 0;
+		rs->batch_pid = job->pid;
+		rs->batch_client = job->client;
+		rs->batch_uffd = job->uffd >= 0;
+	}
+	for (size_t i = 0; i < rs->vmas.n; i++)
+		if (vma_push(&rs->settled, &rs->vmas.a[i]))
+			return;	/* no memory: later jobs read the VMAs themselves */
+}
+
 /* Collect the VMAs and check the need; with a uffd, register and re-read until the VMAs
  * hold still, so that any change after the read is reported as an event. */
 static int settle_vmas(struct resolver *rs, struct emu_fault_job *job, int fd,
@@ -505,25 +592,44 @@ static int settle_vmas(struct resolver *rs, struct emu_fault_job *job, int fd,
 {
 	const struct iopt_req *r = job->req;
 	uint64_t lo = r->va, hi = r->va + r->len;
-	int rc = collect(rs, fd, lo, hi, &rs->vmas);
+	const struct emu_vma *cover = settled_cover(rs, job, lo, hi);
+	bool settled = false;
+	int rc;
 
+	if (cover) {
+		rs->vmas.n = 0;
+		rc = vma_push(&rs->vmas, cover);
+		st->batch_reused++;
+		return rc ? rc : check_need(r, &rs->vmas);
+	}
+	rc = collect(rs, fd, lo, hi, &rs->vmas);
 	for (int attempt = 0; !rc; attempt++) {
 		struct vma_vec t;
 
 		rc = check_need(r, &rs->vmas);
-		if (rc || job->uffd < 0)
+		if (rc)
 			break;
+		if (job->uffd < 0) {
+			settled = true;
+			break;
+		}
 		register_vmas(job->uffd, &rs->vmas, st);
 		if (attempt == RACE_MAX)
 			break;	/* still changing: answer with what was registered last */
 		rc = collect(rs, fd, lo, hi, &rs->again);
-		if (rc || same_vmas(&rs->vmas, &rs->again))
+		if (rc)
 			break;
+		if (same_vmas(&rs->vmas, &rs->again)) {
+			settled = true;
+			break;
+		}
 		st->uffd_races++;
 		t = rs->vmas;
 		rs->vmas = rs->again;
 		rs->again = t;
 	}
+	if (settled)
+		remember_settled(rs, job);
 	return rc;
 }
 
@@ -533,6 +639,59 @@ static int open_proc(pid_t pid, const char *what)
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
 	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The job's client's cached files, taking the least recently used slot for a new one. */
+static struct client_files *files_of(struct resolver *rs, const struct emu_fault_job *job)
+{
+	struct client_files *lru = &rs->files[0];
+
+	rs->tick++;
+	for (unsigned i = 0; i < FILES_CACHED; i++) {
+		struct client_files *c = &rs->files[i];
+
+		if (c->pid && c->pid == job->pid && c->client == job->client) {
+			c->used = rs->tick;
+			return c;
+		}
+		if (c->used < lru->used)
+			lru = c;
+	}
+	if (lru->pid)
+		files_close(lru);
+	*lru = (struct client_files){ .client = job->client, .pid = job->pid, .maps_fd = -1,
+		.pagemap_fd = -1, .used = rs->tick };
+	return lru;
+}
+
+/* The job's /proc/PID/maps (or pagemap) fd: the caller's, else the cached one (opened on
+ * first use). -1 with errno set when it cannot be opened; never closed by the caller. */
+static int proc_fd(struct resolver *rs, const struct emu_fault_job *job, bool pagemap)
+{
+	struct client_files *c;
+	int given = pagemap ? job->pagemap_fd : job->maps_fd, *fd;
+
+	if (given >= 0)
+		return given;
+	c = files_of(rs, job);
+	fd = pagemap ? &c->pagemap_fd : &c->maps_fd;
+	if (*fd < 0)
+		*fd = open_proc(job->pid, pagemap ? "pagemap" : "maps");
+	return *fd;
+}
+
+/* Close the files of clients the loop has seen go. */
+static void forget_clients(struct resolver *rs, const uint32_t *gone, unsigned n, bool all)
+{
+	for (unsigned i = 0; i < FILES_CACHED; i++) {
+		struct client_files *c = &rs->files[i];
+		bool drop = all;
+
+		for (unsigned k = 0; k < n && !drop && c->pid; k++)
+			drop = c->client == gone[k];
+		if (c->pid && drop)
+			files_close(c);
+	}
 }
 
 static bool is_maps_error(int rc)
@@ -554,15 +713,13 @@ static int resolve_fd(struct resolver *rs, struct emu_fault_job *job, int fd,
 	if (rc)
 		return rc;
 	if (r->flags & IOPT_REQ_NO_FAULT) {
-		pm_fd = job->pagemap_fd >= 0 ? job->pagemap_fd : open_proc(job->pid, "pagemap");
+		pm_fd = proc_fd(rs, job, true);
 		if (pm_fd < 0) {
 			st->maps_errors++;
 			return -EIO;
 		}
 	}
 	rc = build_runs(rs, r, pm_fd, &mapped);
-	if (pm_fd >= 0 && job->pagemap_fd < 0)
-		close(pm_fd);
 	if (rc)
 		return rc == -ENOMEM ? rc : -EIO;
 	if (!mapped)
@@ -574,22 +731,18 @@ static int resolve_fd(struct resolver *rs, struct emu_fault_job *job, int fd,
 static int resolve_req(struct resolver *rs, struct emu_fault_job *job,
 	struct emu_fault_stats *st)
 {
-	int fd = job->maps_fd, rc;
+	int fd;
 
 	if (!job->req || !request_ok(job->req))
 		return -EINVAL;
-	if (fd < 0)
-		fd = open_proc(job->pid, "maps");
+	fd = proc_fd(rs, job, false);
 	if (fd < 0) {
 		if (errno == ENOENT || errno == ESRCH)
 			return -EFAULT;	/* no process: nothing is mapped */
 		st->maps_errors++;
 		return -EIO;
 	}
-	rc = resolve_fd(rs, job, fd, st);
-	if (job->maps_fd < 0)
-		close(fd);
-	return rc;
+	return resolve_fd(rs, job, fd, st);
 }
 
 static void resolve_job(struct resolver *rs, struct emu_inject *inj, struct emu_fault_job *job,
@@ -620,7 +773,7 @@ static void resolve_job(struct resolver *rs, struct emu_inject *inj, struct emu_
 void emu_fault_resolve(struct emu_inject *inj, bool text_maps, struct emu_fault_job *job,
 	struct emu_fault_stats *stats)
 {
-	struct resolver *rs = calloc(1, sizeof(*rs));
+	struct resolver *rs = resolver_new(text_maps);
 	struct emu_fault_stats scratch = { 0 };
 
 	if (!rs) {
@@ -629,30 +782,45 @@ void emu_fault_resolve(struct emu_inject *inj, bool text_maps, struct emu_fault_
 		job->resolved_ns = job->due_ns = now_ns();
 		return;
 	}
-	rs->text = text_maps;
 	resolve_job(rs, inj, job, stats ? stats : &scratch);
 	resolver_free(rs);
 }
 
 /* ---- the thread and its queues ---- */
 
+#define GONE_MAX	16	/* forgotten clients remembered until the thread's next batch */
+
 struct emu_fault {
 	struct emu_inject *inj;
 	struct resolver *rs;		/* the thread's */
+	struct resolver *now_rs;	/* the caller's, for emu_fault_resolve_now */
+	struct emu_fault_stats now_stats;	/* ... and its account (caller's thread) */
+	bool now_off;			/* emu_fault_set_text_maps or _set_inline(false) */
 	int efd;
 	pthread_t thread;
 	bool joined;
+	/* Lock-free looks, for the loop: answers wait (set and cleared under the lock), and
+	 * the loop polls without sleeping (then no eventfd write is needed to wake it). */
+	atomic_bool answers_waiting;
+	atomic_bool loop_polling;
 	pthread_mutex_t lock;		/* everything below */
-	pthread_cond_t wake;		/* jobs queued, or stop */
+	pthread_cond_t wake;		/* jobs queued, clients gone, or stop */
 	bool stop;
+	bool efd_raised;		/* the eventfd holds a count take() must read */
 	struct emu_fault_job *in, **in_tail;
 	struct emu_fault_job *out, **out_tail;
+	uint32_t gone[GONE_MAX];	/* clients whose files the thread should close */
+	unsigned ngone;
+	bool gone_overflow;		/* more than GONE_MAX: close every cached file */
 	struct emu_fault_stats stats;
 };
 
 static void add_stats(struct emu_fault_stats *to, const struct emu_fault_stats *d)
 {
 	to->jobs += d->jobs;
+	to->batches += d->batches;
+	to->batch_reused += d->batch_reused;
+	to->inline_jobs += d->inline_jobs;
 	to->failed_unmapped += d->failed_unmapped;
 	to->failed_access += d->failed_access;
 	to->injected_fail += d->injected_fail;
@@ -664,9 +832,11 @@ static void add_stats(struct emu_fault_stats *to, const struct emu_fault_stats *
 	to->wait_ns_total += d->wait_ns_total;
 }
 
-/* Queue an answer. The eventfd is written when the out queue goes from empty to non-empty
- * and drained by take() when it empties, both under the lock: it is readable exactly while
- * answers wait, so the loop neither misses one nor wakes for nothing. */
+/* Queue an answer. When the out queue goes from empty to non-empty the loop must learn
+ * it: a polling loop sees answers_waiting on its next round; a sleeping one is woken by
+ * the eventfd. The loop stores loop_polling = false before its last look at
+ * answers_waiting and sleeping; we store answers_waiting before looking at loop_polling
+ * (both sequentially consistent), so at least one of the two sees the other. */
 static void answer_locked(struct emu_fault *f, struct emu_fault_job *job)
 {
 	bool was_empty = !f->out;
@@ -675,8 +845,14 @@ static void answer_locked(struct emu_fault *f, struct emu_fault_job *job)
 	job->next = NULL;
 	*f->out_tail = job;
 	f->out_tail = &job->next;
-	if (was_empty && write(f->efd, &one, sizeof(one)) != sizeof(one))
+	if (!was_empty)
+		return;
+	atomic_store(&f->answers_waiting, true);
+	if (atomic_load(&f->loop_polling) || f->efd_raised)
+		return;
+	if (write(f->efd, &one, sizeof(one)) != sizeof(one))
 		assert(0 && "eventfd write cannot fail below 2^64 - 1");
+	f->efd_raised = true;
 }
 
 static void cancel_locked(struct emu_fault *f, struct emu_fault_job *job)
@@ -698,25 +874,48 @@ static struct emu_fault_job *pop_in_locked(struct emu_fault *f)
 	return job;
 }
 
+/* Take the whole input queue (up to BATCH_MAX) and the forgotten clients, under the lock. */
+static unsigned take_batch_locked(struct emu_fault *f, struct emu_fault_job **jobs)
+{
+	unsigned n = 0;
+
+	forget_clients(f->rs, f->gone, f->ngone, f->gone_overflow);
+	f->ngone = 0;
+	f->gone_overflow = false;
+	while (f->in && n < BATCH_MAX)
+		jobs[n++] = pop_in_locked(f);
+	return n;
+}
+
+/* One wake-up: every queued job is resolved, and each is answered as soon as it is, so
+ * the first does not wait for the last. The batch shares the VMAs it settles. */
 static void *fault_main(void *arg)
 {
 	struct emu_fault *f = arg;
+	struct emu_fault_job *jobs[BATCH_MAX];
 
 	pthread_mutex_lock(&f->lock);
 	for (;;) {
-		struct emu_fault_stats d = { 0 };
-		struct emu_fault_job *job;
+		unsigned n;
 
-		while (!f->in && !f->stop)
+		while (!f->in && !f->stop && !f->ngone && !f->gone_overflow)
 			pthread_cond_wait(&f->wake, &f->lock);
 		if (f->stop)
 			break;
-		job = pop_in_locked(f);
-		pthread_mutex_unlock(&f->lock);
-		resolve_job(f->rs, f->inj, job, &d);
-		pthread_mutex_lock(&f->lock);
-		add_stats(&f->stats, &d);
-		answer_locked(f, job);
+		n = take_batch_locked(f, jobs);
+		if (!n)
+			continue;
+		f->stats.batches++;
+		batch_begin(f->rs);
+		for (unsigned i = 0; i < n; i++) {
+			struct emu_fault_stats d = { 0 };
+
+			pthread_mutex_unlock(&f->lock);
+			resolve_job(f->rs, f->inj, jobs[i], &d);
+			pthread_mutex_lock(&f->lock);
+			add_stats(&f->stats, &d);
+			answer_locked(f, jobs[i]);
+		}
 	}
 	while (f->in)
 		cancel_locked(f, pop_in_locked(f));
@@ -731,6 +930,7 @@ static void fault_free(struct emu_fault *f)
 	pthread_cond_destroy(&f->wake);
 	pthread_mutex_destroy(&f->lock);
 	resolver_free(f->rs);
+	resolver_free(f->now_rs);
 	free(f);
 }
 
@@ -759,11 +959,14 @@ int emu_fault_start(struct emu_inject *inj, struct emu_fault **out)
 	f->inj = inj;
 	f->in_tail = &f->in;
 	f->out_tail = &f->out;
+	atomic_init(&f->answers_waiting, false);
+	atomic_init(&f->loop_polling, false);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->wake, NULL);
 	f->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	f->rs = calloc(1, sizeof(*f->rs));
-	rc = f->efd < 0 ? -errno : !f->rs ? -ENOMEM : start_thread(f);
+	f->rs = resolver_new(false);
+	f->now_rs = resolver_new(false);
+	rc = f->efd < 0 ? -errno : !f->rs || !f->now_rs ? -ENOMEM : start_thread(f);
 	if (rc) {
 		f->joined = true;
 		fault_free(f);
@@ -797,6 +1000,33 @@ void emu_fault_set_text_maps(struct emu_fault *f, bool text)
 {
 	/* Read by the thread only after a submit, which orders this store through the lock. */
 	f->rs->text = text;
+	f->now_rs->text = text;
+	f->now_off |= text;
+}
+
+void emu_fault_set_inline(struct emu_fault *f, bool on)
+{
+	f->now_off = !on || f->now_rs->text;
+}
+
+void emu_fault_forget_vmas(struct emu_fault *f)
+{
+	if (f)
+		batch_begin(f->now_rs);
+}
+
+bool emu_fault_resolve_now(struct emu_fault *f, struct emu_fault_job *job)
+{
+	/* Only while the VMAs come from PROCMAP_QUERY: a job then costs a few microseconds.
+	 * The text of /proc/PID/maps can take hundreds: the thread's work. */
+	if (f->now_off || f->now_rs->text)
+		return false;
+	job->enqueued_ns = now_ns();
+	resolve_job(f->now_rs, f->inj, job, &f->now_stats);
+	f->now_stats.inline_jobs++;
+	/* A kernel without PROCMAP_QUERY was found on this job: the thread from now on. */
+	f->now_off = f->now_rs->text;
+	return true;
 }
 
 void emu_fault_submit(struct emu_fault *f, struct emu_fault_job *job)
@@ -818,9 +1048,31 @@ void emu_fault_submit(struct emu_fault *f, struct emu_fault_job *job)
 	pthread_mutex_unlock(&f->lock);
 }
 
+void emu_fault_forget(struct emu_fault *f, uint32_t client)
+{
+	forget_clients(f->now_rs, &client, 1, false);
+	pthread_mutex_lock(&f->lock);
+	if (f->ngone < GONE_MAX)
+		f->gone[f->ngone++] = client;
+	else
+		f->gone_overflow = true;
+	pthread_cond_signal(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int emu_fault_eventfd(const struct emu_fault *f)
 {
 	return f->efd;
+}
+
+void emu_fault_set_polling(struct emu_fault *f, bool polling)
+{
+	atomic_store(&f->loop_polling, polling);
+}
+
+bool emu_fault_answers_waiting(struct emu_fault *f)
+{
+	return atomic_load(&f->answers_waiting);
 }
 
 unsigned emu_fault_take(struct emu_fault *f, struct emu_fault_job **out, unsigned max)
@@ -835,8 +1087,10 @@ unsigned emu_fault_take(struct emu_fault *f, struct emu_fault_job **out, unsigne
 	}
 	if (!f->out) {
 		f->out_tail = &f->out;
-		if (n && read(f->efd, &v, sizeof(v)) < 0)
+		atomic_store(&f->answers_waiting, false);
+		if (f->efd_raised && read(f->efd, &v, sizeof(v)) < 0)
 			assert(errno == EAGAIN);
+		f->efd_raised = false;
 	}
 	pthread_mutex_unlock(&f->lock);
 	return n;
@@ -847,4 +1101,5 @@ void emu_fault_stats_get(struct emu_fault *f, struct emu_fault_stats *out)
 	pthread_mutex_lock(&f->lock);
 	*out = f->stats;
 	pthread_mutex_unlock(&f->lock);
+	add_stats(out, &f->now_stats);
 }

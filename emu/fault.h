@@ -5,11 +5,26 @@
  * loop thread, which alone calls nic_fault_complete() / nic_fault_fail().
  *
  * FLOW. nic/ asks through its fault port; the loop wraps the request in a struct
- * emu_fault_job and calls emu_fault_submit(). The thread draws the injected failure and
- * delay (inject.h), resolves, fills the answer fields and queues the job for the loop; the
- * eventfd (emu_fault_eventfd) is readable exactly while answers wait. The loop takes them
- * (emu_fault_take) in the order they were resolved and hands them to its answer queue
- * (answers.h), which delivers each to nic/ once its due_ns has passed.
+ * emu_fault_job and resolves it on the spot (emu_fault_resolve_now) when PROCMAP_QUERY
+ * makes that cost microseconds: no hand-off, no wake-up of another thread, which on a
+ * 2-vCPU host shared with the clients and a peer daemon costs 50-150 us by itself.
+ * Otherwise (text maps, or inline resolution off) it calls emu_fault_submit(). Both draw
+ * the injected failure and delay the same way. The thread draws the injected failure and
+ * delay (inject.h), resolves, fills the answer fields and queues the job for the loop. The
+ * loop takes answers (emu_fault_take) in the order they were resolved and hands them to its
+ * answer queue (answers.h), which delivers each to nic/ once its due_ns has passed.
+ *
+ * WAKING. Each wake-up of the thread takes every queued job (a batch, at most 64), and
+ * answers each as soon as it is resolved. A loop that polls says so
+ * (emu_fault_set_polling) and looks at emu_fault_answers_waiting() each round: no syscall
+ * on either side. Otherwise the eventfd (emu_fault_eventfd) is readable while answers wait,
+ * to wake a sleeping loop.
+ *
+ * WHAT IS KEPT OPEN. The thread keeps each client's /proc/PID/maps (and pagemap) open
+ * across jobs, for up to 8 clients (least recently used goes), keyed by the NIC's client id
+ * and the pid; emu_fault_forget() closes a gone client's files. Within a batch, a VMA once
+ * read, registered and read back unchanged answers the batch's later jobs of the same
+ * client that lie inside it without another syscall (counted: batch_reused).
  *
  * RESOLUTION. ODP MRs translate by identity (host address == client va; the daemon copies
  * with process_vm_readv/writev), so every answer map has host == va. The client's VMAs come
@@ -46,8 +61,9 @@
  *
  * THREADING. emu_fault_submit/take/eventfd/stats are for the loop thread (any one thread);
  * the resolver thread starts with every signal blocked, so signals stay with the loop.
- * Costs: one mutex and, when the thread sleeps, a condition-variable wake per submit; one
- * eventfd write per batch of answers (when the out queue goes from empty to non-empty).
+ * Costs: one mutex and, when the thread sleeps, a condition-variable wake per submit; for
+ * a polling loop nothing else; for a sleeping one an eventfd write when the out queue goes
+ * from empty to non-empty.
  */
 #ifndef ODPEMU_EMU_FAULT_H
 #define ODPEMU_EMU_FAULT_H
@@ -70,10 +86,10 @@ struct emu_fault_job {
 	pid_t pid;			/* the client */
 	int maps_fd;			/* open("/proc/PID/maps", O_RDONLY), kept open by the
 					 * caller (the PROCMAP_QUERY ioctl or pread from 0 each
-					 * job), or -1: the thread opens one per job. odpemud
-					 * passes -1 (ports.c); the tests pass their own */
+					 * job), or -1: the thread's cached one for (client, pid).
+					 * odpemud passes -1 (ports.c); some tests their own */
 	int pagemap_fd;			/* open("/proc/PID/pagemap"), read for NO_FAULT jobs only;
-					 * -1: opened per NO_FAULT job */
+					 * -1: the thread's cached one */
 	int uffd;			/* the client's userfaultfd, or -1 (see NOTIFIER) */
 	uint64_t enqueued_ns;		/* CLOCK_MONOTONIC; stamped by emu_fault_submit */
 	/* the answer, filled by the thread: */
@@ -103,15 +119,39 @@ void emu_fault_stop(struct emu_fault *f);
 /* Stop, then free. Jobs not yet taken are not freed (they are the loop's). */
 void emu_fault_destroy(struct emu_fault *f);
 
+/* Resolve the job now, on the calling thread, if that is cheap: the VMAs come from
+ * PROCMAP_QUERY (about 1-3 us a job; the text of /proc/PID/maps can take hundreds) and
+ * inline resolution is on. True: the answer is filled in (the job is the caller's, never
+ * queued; stats count it). False: submit it. Call from one thread only (the loop's); it has
+ * its own resolver and files, separate from the thread's. */
+bool emu_fault_resolve_now(struct emu_fault *f, struct emu_fault_job *job);
+/* Inline jobs share the VMAs they settle, as a batch of the thread does, until this is
+ * called: at the start of each loop round, and whenever the host changed its mappings
+ * (a notifier event), so no answer rests on VMAs older than both. */
+void emu_fault_forget_vmas(struct emu_fault *f);
+/* Inline resolution on (the default) or off (every job goes to the thread). */
+void emu_fault_set_inline(struct emu_fault *f, bool on);
 /* Queue a job (stamps enqueued_ns); takes one mutex, never waits for resolution. */
 void emu_fault_submit(struct emu_fault *f, struct emu_fault_job *job);
-/* Readable (EFD_NONBLOCK, poll it; do not read it) while answered jobs wait. */
+/* Readable (EFD_NONBLOCK, poll it; do not read it) while answered jobs wait and the loop
+ * is not polling. */
 int emu_fault_eventfd(const struct emu_fault *f);
+/* The loop polls (true: answers are seen through emu_fault_answers_waiting, no eventfd
+ * write) or is about to sleep (false; then look at answers_waiting once more before
+ * sleeping: an answer queued before the store has not written the eventfd). */
+void emu_fault_set_polling(struct emu_fault *f, bool polling);
+/* Whether answers wait to be taken; a load, no lock, no syscall. */
+bool emu_fault_answers_waiting(struct emu_fault *f);
+/* The client's session is gone: close the files kept open for it (at the next wake-up). */
+void emu_fault_forget(struct emu_fault *f, uint32_t client);
 /* Take up to max answered jobs, in answer order, without blocking; returns the count. */
 unsigned emu_fault_take(struct emu_fault *f, struct emu_fault_job **out, unsigned max);
 
 struct emu_fault_stats {
 	uint64_t jobs;			/* answered, cancellations included */
+	uint64_t batches;		/* wake-ups that took jobs */
+	uint64_t batch_reused;		/* jobs answered from a VMA settled earlier in the batch */
+	uint64_t inline_jobs;		/* resolved by emu_fault_resolve_now (included in jobs) */
 	uint64_t failed_unmapped;	/* -EFAULT */
 	uint64_t failed_access;		/* -EACCES */
 	uint64_t injected_fail;		/* -EIO by the fail rate */

@@ -51,6 +51,7 @@ static void invalidate(struct emu_session *s, uint64_t start, uint64_t end)
 	if (end <= start)
 		return;
 	s->d->ctr.invalidations_host++;
+	emu_fault_forget_vmas(s->d->fault);
 	nic_host_invalidate(s->d->nic, s->id, start, end - start);
 }
 

@@ -37,6 +37,8 @@ static void usage(FILE *f)
 "  --evict-rate N/s       drop N random present ODP pages per second (faults in steady\n"
 "                         traffic; default 0)\n"
 "  --seed S               seed of every injected delay, failure and eviction (default 1)\n"
+"  --fault-thread         resolve every page fault on the fault thread (default: on the\n"
+"                         data path, in microseconds, where PROCMAP_QUERY allows)\n"
 "  --fault-around BYTES   fault-around window of ODP MRs (power of two >= 4096; default\n"
 "                         65536; 4096 turns it off)\n"
 "  --poll-us N            busy-poll this long before sleeping (default 50)\n"
@@ -56,7 +58,7 @@ static void usage(FILE *f)
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
-	OPT_HELP, OPT_VERSION };
+	OPT_FAULT_THREAD, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -75,6 +77,7 @@ static const struct option longopts[] = {
 	{ "fault-around", required_argument, NULL, OPT_AROUND },
 	{ "no-gso", no_argument, NULL, OPT_NO_GSO },
 	{ "no-gro", no_argument, NULL, OPT_NO_GRO },
+	{ "fault-thread", no_argument, NULL, OPT_FAULT_THREAD },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -169,6 +172,7 @@ static int one(struct emu_options *o, int c, const char *arg)
 	case OPT_RUNDIR: o->rundir = arg; return 0;
 	case OPT_NO_GSO: o->no_gso = true; return 0;
 	case OPT_NO_GRO: o->no_gro = true; return 0;
+	case OPT_FAULT_THREAD: o->fault_thread = true; return 0;
 	case OPT_POLL:
 		if (parse_u64(arg, 0, 1000000, &v))
 			return bad("--poll-us '%s': want 0..1000000", arg);

@@ -23,6 +23,7 @@ struct emu_options {
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 	bool no_gro;			/* --no-gro: no UDP_GRO on receive */
+	bool fault_thread;		/* --fault-thread: no inline fault resolution */
 };
 
 /* Parse argv. 0: run; 1: done (--help/--version printed, exit 0); -1: error printed to

@@ -111,18 +111,24 @@ static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
 	j->req = req;
 	j->enqueued_ns = emu_now_ns();
 	j->pid = s ? s->pid : 0;
-	j->uffd = j->maps_fd = j->pagemap_fd = -1;	/* the thread opens /proc files per job */
+	j->uffd = j->maps_fd = j->pagemap_fd = -1;	/* the resolver's cached /proc files */
 	j->client = client;
 	if (!s) {
 		fail_later(d, j, -EFAULT);
 		return;
 	}
-	if (s->uffd >= 0)
-		j->uffd = dup(s->uffd);	/* the session may go before the thread is done */
 	if (s->advise_waiting) {
 		j->advise = true;
 		s->advise_pending++;
 	}
+	j->uffd = s->uffd;
+	if (emu_fault_resolve_now(d->fault, j)) {
+		j->uffd = -1;	/* the session's, not the job's */
+		emu_answers_add(&d->answers, j);
+		return;
+	}
+	if (s->uffd >= 0)
+		j->uffd = dup(s->uffd);	/* the session may go before the thread is done */
 	emu_fault_submit(d->fault, j);
 }
 

@@ -284,6 +284,8 @@ void emu_session_close(struct emu_session *s)
 	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
 	destroy_all(s);
 	unlink_session(s);
+	if (s->d->fault)
+		emu_fault_forget(s->d->fault, s->id);
 	cancel_polls(s);
 	close(s->sock);
 	close(s->doorbell);

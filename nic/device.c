@@ -174,6 +174,18 @@ int nic_fault_complete(struct nic *nic, struct iopt_req *req, const struct iopt_
 	return rc;
 }
 
+void nic_batch_begin(struct nic *nic)
+{
+	nic->depth++;	/* nic_run only schedules until the matching end */
+}
+
+void nic_batch_end(struct nic *nic, uint64_t now)
+{
+	nic->now = now;
+	nic->depth--;
+	nic_run(nic);
+}
+
 int nic_fault_fail(struct nic *nic, struct iopt_req *req, int err, uint64_t now)
 {
 	if (err >= 0)

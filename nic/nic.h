@@ -133,6 +133,12 @@ uint64_t nic_next_deadline(const struct nic *nic);
 int nic_fault_complete(struct nic *nic, struct iopt_req *req, const struct iopt_map *maps,
 		       unsigned n, uint64_t now);
 int nic_fault_fail(struct nic *nic, struct iopt_req *req, int err, uint64_t now);
+/* Several answers in a row: between begin and end, nic_fault_complete/_fail fill the pages
+ * and schedule the QPs that waited, and nic_batch_end runs them all, so the last answer is
+ * filled as early as the first (a host handler fills its page table for a batch of faults,
+ * then the device resumes). Nests with the engines' own re-entry guard. */
+void nic_batch_begin(struct nic *nic);
+void nic_batch_end(struct nic *nic, uint64_t now);
 
 /* ---- PD, MR ---- */
 

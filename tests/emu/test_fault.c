@@ -4,7 +4,8 @@
  * the handler thread with PROCMAP_QUERY and with the text of /proc/PID/maps (both must give
  * the same answers): holes, read-only and PROT_NONE VMAs, clipping and merging, NO_FAULT
  * with pagemap, the EMU_FAULT_MAX_MAPS policy, maps lines longer than the reader's buffer,
- * injected failures and delays, the queues and stop, and the userfaultfd registration
+ * injected failures and delays, the queues and stop, inline resolution and the VMAs it
+ * shares, the polling loop's looks, the files kept per client, and the userfaultfd registration
  * (the child's munmap and MADV_DONTNEED reach us as events). Every wait is bounded; the
  * child dies with us (PR_SET_PDEATHSIG) and is killed on the way out.
  */
@@ -288,7 +289,7 @@ static size_t longest_line(pid_t pid)
 }
 
 /* The whole address space as a prefetch, with both readers: the same answer. Also a job
- * with maps_fd -1 (the thread opens the maps itself). */
+ * with maps_fd -1 (the thread opens the maps itself, and keeps it). */
 static void test_readers_agree(const struct target *tg)
 {
 	struct tjob a, b;
@@ -302,8 +303,10 @@ static void test_readers_agree(const struct target *tg)
 		a.job.maps_fd = -1;
 		b = a;
 		b.job.req = &b.req;
-		emu_fault_resolve(NULL, false, &a.job, NULL);
-		emu_fault_resolve(NULL, true, &b.job, NULL);
+		/* The long-lived threads' resolvers: no allocation per job to move this
+		 * process's heap between the two readings. */
+		run(F[0], &a);
+		run(F[1], &b);
 		if (a.job.nmaps == b.job.nmaps &&
 		    !memcmp(a.job.maps, b.job.maps, a.job.nmaps * sizeof(a.job.maps[0])))
 			break;
@@ -430,6 +433,125 @@ static void test_inject(const struct target *tg)
 }
 
 /* ---- the queues ---- */
+
+/* ---- inline resolution, the loop's looks, the kept files ---- */
+
+static unsigned open_fds(void)
+{
+	unsigned n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static uint64_t reused(struct emu_fault *f)
+{
+	struct emu_fault_stats st;
+
+	emu_fault_stats_get(f, &st);
+	return st.batch_reused;
+}
+
+/* Inline answers are the thread's answers; VMAs settled inline serve later jobs until
+ * emu_fault_forget_vmas, and not after (an unmapped region then fails as it should). */
+static void test_inline(const struct target *tg)
+{
+	struct emu_fault *f;
+	struct tjob a, b;
+	uint64_t r0;
+	void *x = mmap(NULL, 4 * P, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	T_CHECK(x != MAP_FAILED, "mmap");
+	T_EQ(emu_fault_start(NULL, &f), 0, "start");
+	tjob_init(&a, tg, base, 16 * P, base + 8 * P, P, RW, 0);
+	tjob_init(&b, tg, base, 16 * P, base + 8 * P, P, RW, 0);
+	a.job.maps_fd = b.job.maps_fd = -1;	/* the resolvers' own cached files */
+	T_CHECK(emu_fault_resolve_now(f, &a.job), "inline where PROCMAP_QUERY works");
+	T_EQ(run(f, &b), 0, "the thread's answer");
+	T_EQ(a.job.err, 0, "inline answer");
+	T_EQ(a.job.nmaps, b.job.nmaps, "inline and thread: same maps");
+	for (unsigned i = 0; i < a.job.nmaps && i < b.job.nmaps; i++)
+		T_CHECK(a.job.maps[i].va == b.job.maps[i].va && a.job.maps[i].len ==
+			b.job.maps[i].len && a.job.maps[i].perm == b.job.maps[i].perm,
+			"inline and thread: run %u the same", i);
+
+	emu_fault_forget_vmas(f);
+	r0 = reused(f);
+	tjob_init(&a, tg, (uintptr_t)x, 4 * P, (uintptr_t)x, P, RW, 0);
+	a.job.maps_fd = -1;
+	T_CHECK(emu_fault_resolve_now(f, &a.job) && a.job.err == 0, "fresh region, inline");
+	tjob_init(&a, tg, (uintptr_t)x, 4 * P, (uintptr_t)x + 3 * P, P, RW, 0);
+	a.job.maps_fd = -1;
+	T_CHECK(emu_fault_resolve_now(f, &a.job) && a.job.err == 0, "same VMA again");
+	T_EQ(reused(f) - r0, 1, "the second job reused the settled VMA");
+	munmap(x, 4 * P);
+	emu_fault_forget_vmas(f);
+	a.job.err = 0;
+	T_CHECK(emu_fault_resolve_now(f, &a.job), "after the unmap, inline");
+	T_EQ(a.job.err, (uint64_t)-EFAULT, "forgotten VMAs: the unmap is seen");
+	T_EQ(reused(f) - r0, 1, "nothing reused after forget_vmas");
+
+	emu_fault_set_inline(f, false);
+	T_CHECK(!emu_fault_resolve_now(f, &a.job), "inline off: the thread's work");
+	emu_fault_destroy(f);
+
+	T_EQ(emu_fault_start(NULL, &f), 0, "start");
+	emu_fault_set_text_maps(f, true);
+	T_CHECK(!emu_fault_resolve_now(f, &a.job), "text maps: never inline");
+	emu_fault_destroy(f);
+}
+
+/* A polling loop is told through answers_waiting and the eventfd stays quiet; a sleeping
+ * one gets the eventfd. */
+static void test_polling(const struct target *tg)
+{
+	struct emu_fault_job *got = NULL;
+	struct emu_fault *f;
+	struct tjob t;
+	int spins = 0;
+
+	T_EQ(emu_fault_start(NULL, &f), 0, "start");
+	emu_fault_set_polling(f, true);
+	tjob_init(&t, tg, base, 4 * P, base, P, R, 0);
+	emu_fault_submit(f, &t.job);
+	while (!emu_fault_answers_waiting(f) && spins++ < WAIT_MS * 10)
+		usleep(100);
+	T_CHECK(emu_fault_answers_waiting(f), "polling: answers_waiting");
+	T_CHECK(!readable(emu_fault_eventfd(f), 0), "polling: no eventfd write");
+	T_EQ(emu_fault_take(f, &got, 1), 1, "take");
+	T_CHECK(!emu_fault_answers_waiting(f), "taken: nothing waits");
+	emu_fault_set_polling(f, false);
+	T_EQ(run(f, &t), 0, "sleeping: the eventfd wakes");
+	T_CHECK(!readable(emu_fault_eventfd(f), 0), "eventfd quiet once taken");
+	emu_fault_destroy(f);
+}
+
+/* The thread keeps a client's /proc files open across jobs, and closes them when told the
+ * client is gone. */
+static void test_kept_files(const struct target *tg)
+{
+	struct emu_fault *f;
+	struct tjob t;
+	unsigned before, kept;
+	int spins = 0;
+
+	T_EQ(emu_fault_start(NULL, &f), 0, "start");
+	before = open_fds();
+	for (int i = 0; i < 3; i++) {
+		tjob_init(&t, tg, base, 4 * P, base, P, R, 0);
+		t.job.maps_fd = -1;
+		t.job.client = 7;
+		T_EQ(run(f, &t), 0, "job with the thread's own maps fd");
+	}
+	kept = open_fds();
+	T_EQ(kept, before + 1, "one maps fd kept for the client, not one per job");
+	emu_fault_forget(f, 7);
+	while (open_fds() != before && spins++ < WAIT_MS * 10)
+		usleep(100);
+	T_EQ(open_fds(), before, "forget closes it");
+	emu_fault_destroy(f);
+}
 
 static void test_queue(const struct target *tg)
 {
@@ -839,6 +961,9 @@ int main(int argc, char **argv)
 	test_targets(&self, &kid);
 	test_inject(&self);
 	test_queue(&self);
+	test_inline(&self);
+	test_polling(&self);
+	test_kept_files(&kid);
 	test_uffd(&kid);
 
 	emu_fault_destroy(F[0]);

@@ -237,6 +237,10 @@ static void exec_daemon(struct h_env *e, int i, const char *const *extra)
 	argv[n++] = e->rundir;
 	argv[n++] = "--log-level";
 	argv[n++] = "debug";
+	/* $ODPEMU_TEST_FAULT_THREAD: every page fault resolved on the fault thread, as
+	 * odpemud does where PROCMAP_QUERY is missing (the default resolves inline). */
+	if (getenv("ODPEMU_TEST_FAULT_THREAD"))
+		argv[n++] = "--fault-thread";
 	for (int k = 0; extra && extra[k] && n < 46; k++)
 		argv[n++] = extra[k];
 	argv[n] = NULL;
