@@ -8,7 +8,7 @@
  *   timers -> CQ arms and notifications -> flush the UDP batch (nic/ writes each
  *   completion straight into its CQ ring: ports.cq_write).
  *
- * Then spin for --poll-us while there is work, else announce sleep on the status page and
+ * Then spin while there is work (poll.h: --poll-us, adaptive by default), else announce sleep on the status page and
  * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
  * evictions). SIGTERM/SIGINT stop it: every QP goes to ERR (clients get their flush
  * completions), clients get DEVICE_FATAL, the socket is removed. SIGUSR1 writes the device
@@ -31,6 +31,7 @@
 #include "devnode.h"
 #include "log.h"
 #include "mtu.h"
+#include "poll.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
@@ -378,14 +379,16 @@ static void set_sleeping(struct emu_daemon *d, bool sleeping)
 
 int emu_daemon_run(struct emu_daemon *d)
 {
-	uint64_t busy_until = 0, spin = (uint64_t)d->opt.poll_us * 1000;
+	struct emu_poll poll;
+	uint64_t busy_until = 0;
 
+	emu_poll_init(&poll, d->opt.poll_us);
 	while (!d->loop.stop) {
 		uint64_t now = emu_now_ns(), deadline;
 		int rc;
 
 		if (work_round(d))
-			busy_until = now + spin;
+			busy_until = emu_poll_work(&poll, now);
 		d->rx_drained = false;
 		if (now < busy_until) {
 			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
@@ -400,7 +403,7 @@ int emu_daemon_run(struct emu_daemon *d)
 			 * their work again. */
 			if (emu_rings_drain(d) || emu_fault_answers_waiting(d->fault)) {
 				set_sleeping(d, false);
-				busy_until = emu_now_ns() + spin;
+				busy_until = emu_poll_work(&poll, emu_now_ns());
 				continue;
 			}
 			deadline = next_deadline(d);
@@ -412,7 +415,7 @@ int emu_daemon_run(struct emu_daemon *d)
 			return rc;
 		}
 		if (rc > 0)
-			busy_until = emu_now_ns() + spin;
+			busy_until = emu_poll_work(&poll, emu_now_ns());
 	}
 	return 0;
 }

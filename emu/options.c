@@ -41,7 +41,9 @@ static void usage(FILE *f)
 "                         data path, in microseconds, where PROCMAP_QUERY allows)\n"
 "  --fault-around BYTES   fault-around window of ODP MRs (power of two >= 4096; default\n"
 "                         65536; 4096 turns it off)\n"
-"  --poll-us N            busy-poll this long before sleeping (default 50)\n"
+"  --poll-us N|adaptive   busy-poll N us after the last work before sleeping; adaptive\n"
+"                         (the default): twice the learned idle gap between bursts,\n"
+"                         20..1000 us, and 20 when the gaps are longer than that\n"
 "  --no-gso               send datagram by datagram, without UDP segmentation offload\n"
 "                         (a capture then shows one RoCEv2 packet per frame)\n"
 "  --no-gro               receive datagram by datagram, without UDP_GRO coalescing\n"
@@ -174,9 +176,13 @@ static int one(struct emu_options *o, int c, const char *arg)
 	case OPT_NO_GRO: o->no_gro = true; return 0;
 	case OPT_FAULT_THREAD: o->fault_thread = true; return 0;
 	case OPT_POLL:
+		if (!strcmp(arg, "adaptive")) {
+			o->poll_us = -1;
+			return 0;
+		}
 		if (parse_u64(arg, 0, 1000000, &v))
-			return bad("--poll-us '%s': want 0..1000000", arg);
-		o->poll_us = (unsigned)v;
+			return bad("--poll-us '%s': want adaptive or 0..1000000", arg);
+		o->poll_us = (int)v;
 		return 0;
 	case OPT_AROUND:
 		if (parse_u64(arg, 4096, 1ull << 30, &v) || (v & (v - 1)))
@@ -197,7 +203,7 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	o->fault_policy = "rnr";
 	o->seed = 1;
 	o->log_level = EMU_LOG_INFO;
-	o->poll_us = 50;
+	o->poll_us = -1;	/* adaptive */
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {

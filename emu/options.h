@@ -19,7 +19,8 @@ struct emu_options {
 	bool foreground;		/* --foreground */
 	int log_level;			/* --log-level err|warn|info|debug */
 	const char *rundir;		/* --rundir (else $ODPEMU_RUNDIR or the default) */
-	unsigned poll_us;		/* --poll-us: spin this long before sleeping */
+	int poll_us;			/* --poll-us: spin this long before sleeping; -1:
+					 * adaptive (the default, poll.h) */
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 	bool no_gro;			/* --no-gro: no UDP_GRO on receive */

@@ -63,6 +63,7 @@
 #define BIG (64 * KiB)			/* the goodput message */
 #define TARGET (16 * BIG)		/* pinned goodput target: 16 rotating 64 KiB slots */
 #define QP_DEPTH 256u
+#define NROUNDS 4			/* --poll-us adaptive (default), 50, 1000, 0 */
 #define OUTSTANDING 64u			/* WRs in flight */
 #define SIGNAL_EVERY 16u		/* divides OUTSTANDING */
 #define RATE_DEPTH 128u			/* 8 B message rate: WRs in flight (divisible too) */
@@ -83,7 +84,7 @@ static struct {
 	unsigned lat_warm;
 	uint64_t odp_bytes;	/* cold ODP region */
 	bool pin;		/* daemon of host i on CPU i (all its threads) */
-	const char *poll_us;	/* --poll-us of the first daemons (NULL: theirs, 50) */
+	const char *poll_us;	/* --poll-us of the first daemons (NULL: theirs, adaptive) */
 	const char *profile;	/* --profile goodput|latency: only that, for profile_s */
 	double profile_s;
 } cfg = { .wait = WAIT_YIELD };
@@ -860,7 +861,7 @@ static void usage(void)
 		"  --wait     how the client waits for a completion or a watched byte (default\n"
 		"             yield: sched_yield between looks; spin: pause; sleep: 2 us naps)\n"
 		"  --pin      daemon a on CPU 0, daemon b on CPU 1 (all their threads)\n"
-		"  --poll-us  the first daemons' --poll-us (default theirs, 50)\n"
+		"  --poll-us  the first daemons' --poll-us (default theirs, adaptive)\n"
 		"  --profile  only that odpemu figure, that long, with the first daemons (for perf;\n"
 		"             cold: cold ODP WRITEs with the stall policy)\n"
 		"needs ODPEMUD=<odpemud> (default: ../../emu/odpemud beside this binary); as root\n"
@@ -1132,35 +1133,36 @@ static void raw_all(struct raw_figures *f)
 	munmap(sh, len);
 }
 
-static void print_table(const struct round r[3], const struct raw_figures *raw,
+static void print_table(const struct round r[NROUNDS], const struct raw_figures *raw,
 			const struct odp_result *odp, const struct odp_result *odp_stall)
 {
-	static const char *const goal_lat[3] = { "<= 2.5 x raw blocking",
-		"<= 2.5 x raw busy-poll", "<= 2.5 x raw blocking" };
-	const struct pct *lat_ref[3] = { &raw->blocking, &raw->busy, &raw->blocking };
+	static const char *const goal_lat[NROUNDS] = { "<= 2.5 x raw blocking",
+		"<= 2.5 x raw blocking", "<= 2.5 x raw busy-poll", "<= 2.5 x raw blocking" };
+	const struct pct *lat_ref[NROUNDS] = { &raw->blocking, &raw->blocking, &raw->busy,
+		&raw->blocking };
 	char name[64];
 
 	printf("\n%-36s %9s %9s %-5s %6s  %-24s %s\n", "figure", "odpemu", "anchor", "unit",
 	       "ratio", "goal", "");
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "64 KiB WRITE goodput, poll-us %s", r[i].poll_us);
 		row(name, "GB/s", r[i].good, raw->bulk.gbps, true, 0.6, ">= 0.60 x raw");
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "64 KiB WRITE vs TCP, poll-us %s", r[i].poll_us);
 		row(name, "GB/s", r[i].good, raw->tcp_gbps, true, 1.0, ">= 1.0 x TCP stream");
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "64 KiB ping-pong, poll-us %s", r[i].poll_us);
 		row(name, "us", r[i].big.median_us, raw->tcp64k.median_us, false, 1.0,
 		    "<= 1.0 x TCP ping-pong");
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "8 B half RTT vs relay, poll-us %s", r[i].poll_us);
 		row(name, "us", r[i].lat.median_us, raw->relay.median_us, false, 1.2,
 		    "<= 1.2 x zero-work relay");
 	}
-	row("8 B half RTT vs TCP, poll-us 50", "us", r[0].lat.median_us, raw->tcp8.median_us,
+	row("8 B half RTT vs TCP (default)", "us", r[0].lat.median_us, raw->tcp8.median_us,
 	    false, 0, "(TCP 8 B ping-pong)");
 	if (raw->fi8 >= 0) {
 		row("8 B half RTT vs fi_pingpong tcp", "us", r[0].lat.median_us, raw->fi8, false, 0,
@@ -1168,12 +1170,12 @@ static void print_table(const struct round r[3], const struct raw_figures *raw,
 		row("64 KiB ping-pong vs fi_pingpong", "us", r[0].big.median_us, raw->fi64k, false,
 		    0, "(libfabric tcp, msg)");
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "8 B WRITE rate, poll-us %s", r[i].poll_us);
 		row(name, "M/s", r[i].rate, raw->small.mpps, true, 5.0,
 		    r[i].rate >= 1.0 ? ">= 5 x raw, >= 1 M/s: yes" : ">= 5 x raw, >= 1 M/s: no");
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NROUNDS; i++) {
 		snprintf(name, sizeof(name), "8 B half RTT median, poll-us %s", r[i].poll_us);
 		row(name, "us", r[i].lat.median_us, lat_ref[i]->median_us, false, 2.5,
 		    goal_lat[i]);
@@ -1305,9 +1307,11 @@ static void hosts_up(void)
 
 int main(int argc, char **argv)
 {
+	static const char *const poll50[] = { "--poll-us", "50", NULL };
 	static const char *const poll1000[] = { "--poll-us", "1000", NULL };
 	static const char *const poll0[] = { "--poll-us", "0", NULL };
-	struct round r[3] = { { .poll_us = "50" }, { .poll_us = "1000" }, { .poll_us = "0" } };
+	struct round r[NROUNDS] = { { .poll_us = "adaptive" }, { .poll_us = "50" },
+		{ .poll_us = "1000" }, { .poll_us = "0" } };
 	struct odp_result odp, odp_stall;
 	struct raw_figures raw;
 
@@ -1326,19 +1330,23 @@ int main(int argc, char **argv)
 		return h_down(&env) ? 1 : 0;
 	}
 
-	/* odpemu, the daemons as started (default --poll-us 50). */
+	/* odpemu, the daemons as started (default: adaptive polling). */
 	odpemu_round(&r[0], cfg.bulk_s);
 	odp = odp_round(ODPEMU_FAULT_POLICY_DEFAULT);
 	odp_stall = odp_round(ODPEMU_FAULT_POLICY_STALL);
 	/* The same path without odpemu (the daemons idle, asleep). */
 	raw_all(&raw);
-	/* odpemu again: daemons busy-polling 1 ms before they sleep; then never polling. */
+	/* odpemu again: daemons busy-polling a fixed 50 us (the default before adaptive
+	 * polling), 1 ms before they sleep; then never polling. */
+	running = "restart with --poll-us 50";
+	restart_daemons(poll50);
+	odpemu_round(&r[1], cfg.bulk_s / 2);
 	running = "restart with --poll-us 1000";
 	restart_daemons(poll1000);
-	odpemu_round(&r[1], cfg.bulk_s / 2);
+	odpemu_round(&r[2], cfg.bulk_s / 2);
 	running = "restart with --poll-us 0";
 	restart_daemons(poll0);
-	odpemu_round(&r[2], cfg.bulk_s / 2);
+	odpemu_round(&r[3], cfg.bulk_s / 2);
 
 	running = "restart with the default --poll-us";
 	restart_daemons(NULL);
