@@ -8,7 +8,8 @@
  *   timers -> CQ arms and notifications -> flush the UDP batch (nic/ writes each
  *   completion straight into its CQ ring: ports.cq_write).
  *
- * Then spin while there is work (poll.h: --poll-us, adaptive by default), else announce sleep on the status page and
+ * Then spin while there is work (spin.h: --poll-us, adaptive by default), else announce
+ * sleep on the status page and
  * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
  * evictions). SIGTERM/SIGINT stop it: every QP goes to ERR (clients get their flush
  * completions), clients get DEVICE_FATAL, the socket is removed. SIGUSR1 writes the device
@@ -31,7 +32,7 @@
 #include "devnode.h"
 #include "log.h"
 #include "mtu.h"
-#include "poll.h"
+#include "spin.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
@@ -379,16 +380,16 @@ static void set_sleeping(struct emu_daemon *d, bool sleeping)
 
 int emu_daemon_run(struct emu_daemon *d)
 {
-	struct emu_poll poll;
+	struct emu_spin spin;
 	uint64_t busy_until = 0;
 
-	emu_poll_init(&poll, d->opt.poll_us);
+	emu_spin_init(&spin, d->opt.poll_us);
 	while (!d->loop.stop) {
 		uint64_t now = emu_now_ns(), deadline;
 		int rc;
 
 		if (work_round(d))
-			busy_until = emu_poll_work(&poll, now);
+			busy_until = emu_spin_work(&spin, now);
 		d->rx_drained = false;
 		if (now < busy_until) {
 			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
@@ -403,7 +404,7 @@ int emu_daemon_run(struct emu_daemon *d)
 			 * their work again. */
 			if (emu_rings_drain(d) || emu_fault_answers_waiting(d->fault)) {
 				set_sleeping(d, false);
-				busy_until = emu_poll_work(&poll, emu_now_ns());
+				busy_until = emu_spin_work(&spin, emu_now_ns());
 				continue;
 			}
 			deadline = next_deadline(d);
@@ -415,7 +416,7 @@ int emu_daemon_run(struct emu_daemon *d)
 			return rc;
 		}
 		if (rc > 0)
-			busy_until = emu_poll_work(&poll, emu_now_ns());
+			busy_until = emu_spin_work(&spin, emu_now_ns());
 	}
 	return 0;
 }

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ports — nic/'s four ports bound to the real world:
- *  - wire: the UDP socket (udp.c), flushed once per loop round;
+ *  - wire: the UDP socket (udp.c), flushed once per loop round; nic/ builds each packet
+ *    in the socket's next batch slot (tx_slot), gathering payload straight into it, so a
+ *    payload byte is copied twice on the way out (client memory -> slot by
+ *    process_vm_readv or memcpy, slot -> kernel by sendmmsg) and twice on the way in
+ *    (kernel -> provided buffer, buffer -> client memory);
  *  - host memory: process_vm_readv/writev into the client for ODP MRs (the kernel walks the
  *    client's current page tables, so an unmapped page is -EFAULT and a remapped one is the
  *    new page, as ODP promises); for pinned MRs, whose pages the daemon maps (host
@@ -40,6 +44,15 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 	struct emu_daemon *d = ctx;
 
 	emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
+}
+
+_Static_assert(EMU_UDP_MAX_DATAGRAM >= NIC_PORT_TX_SLOT, "a transmit slot holds any packet");
+
+static uint8_t *port_tx_slot(void *ctx)
+{
+	struct emu_daemon *d = ctx;
+
+	return emu_udp_tx_slot(d->udp);
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -174,5 +187,5 @@ void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 {
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
-		.cq_notify = port_cq_notify, .cq_write = port_cq_write };
+		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot };
 }

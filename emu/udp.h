@@ -105,13 +105,17 @@ bool emu_udp_gro(const struct emu_udp *u);
 const char *emu_udp_name(const struct emu_udp *u);
 
 /*
- * emu_udp_send — queue one datagram (pkt is copied) to dst:dport (0: EMU_UDP_PORT). It
+ * emu_udp_send — queue one datagram (pkt is copied, unless it was built in the slot
+ * emu_udp_tx_slot gave) to dst:dport (0: EMU_UDP_PORT). It
  * leaves at the next emu_udp_flush, or now when the batch is full. dst must be of the
  * socket's family (IPv4-mapped for an IPv4 socket); otherwise it is dropped and counted in
  * tx_errors. A datagram longer than EMU_UDP_MAX_DATAGRAM is sent on its own, in order.
  */
 void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
 		  const uint8_t *pkt, size_t len);
+/* Where the next datagram may be built in place: EMU_UDP_MAX_DATAGRAM bytes, the caller's
+ * until its next emu_udp_send or emu_udp_flush. */
+uint8_t *emu_udp_tx_slot(struct emu_udp *u);
 
 /* Send the batch with one sendmmsg (more only after a failure), never blocking. Failures
  * are counted per datagram (tx_errors; EMSGSIZE also in tx_err_emsgsize, a full socket

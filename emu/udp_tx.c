@@ -212,12 +212,20 @@ void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
 		tx_single(u, &to, tolen, pkt, len);
 		return;
 	}
-	memcpy(u->tx_iov[n].iov_base, pkt, len);
+	if (pkt != u->tx_iov[n].iov_base)	/* built in place (emu_udp_tx_slot): no copy */
+		memcpy(u->tx_iov[n].iov_base, pkt, len);
 	u->tx_iov[n].iov_len = len;
 	u->tx_names[n] = to;
 	u->tx_namelen[n] = tolen;
 	if (++u->tx_n == EMU_UDP_TX_BATCH)
 		emu_udp_flush(u);
+}
+
+uint8_t *emu_udp_tx_slot(struct emu_udp *u)
+{
+	/* A send fills slot tx_n and flushes when the batch is full, so tx_n < the batch
+	 * here: the slot is free until the next send. */
+	return u->tx_iov[u->tx_n].iov_base;
 }
 
 int emu_udp_tx_init(struct emu_udp *u)

@@ -60,6 +60,8 @@ struct nic_event {
 	struct nic_mr *mr;	/* MR_DECOHERENCE */
 };
 
+#define NIC_PORT_TX_SLOT	(4096 + 128)	/* the largest packet: PMTU 4096 + headers */
+
 struct nic_ports {
 	void *ctx;
 	/* Wire: one UDP payload (BTH .. ICRC, ICRC sealed) to the device at dst, from this
@@ -81,6 +83,12 @@ struct nic_ports {
 	 * overflows the CQ (CQ_ERR) exactly when the application's ring is full, as on
 	 * hardware. Without it, completions wait in nic/'s own ring for nic_cq_poll(). */
 	bool (*cq_write)(void *ctx, struct nic_cq *cq, const struct nic_wc *wc);
+	/* Optional: where to build the next packet, NIC_PORT_TX_SLOT bytes that stay the
+	 * port's until send() or the next tx_slot() call; send() with that pointer then goes
+	 * without a copy. NULL (or a NULL answer): nic/ builds in its own scratch. Payload is
+	 * gathered from host memory straight into it, so a packet leaves with two copies per
+	 * byte: host memory -> slot, slot -> kernel. */
+	uint8_t *(*tx_slot)(void *ctx);
 };
 
 /* ---- device ---- */

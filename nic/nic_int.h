@@ -12,7 +12,7 @@
 
 #define NIC_MAX_SGE		32
 #define NIC_MAX_INLINE		256
-#define NIC_PKT_MAX		(4096 + 128)	/* largest packet: PMTU + headers + ICRC */
+#define NIC_PKT_MAX		NIC_PORT_TX_SLOT	/* largest packet: PMTU + headers + ICRC */
 #define NIC_QPN_FIRST		0x11u		/* below: reserved (QP0/QP1 and friends) */
 #define NIC_MR_SLOTS		(1u << 16)	/* key = slot << 8 | variant */
 #define NIC_GRH_LEN		40
@@ -348,8 +348,16 @@ enum nic_fault_state nic_fault_poll(struct nic_fault *f);
 void nic_fault_cancel(struct nic_fault *f);
 
 /* wire.c */
+/* Send one packet: headers of h, a copy of payload (len bytes), ICRC. */
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
 	     const void *payload, uint32_t len);
+/* Zero-copy sending: where the payload of a packet with h's opcode goes (in the port's
+ * transmit slot, else nic->pkt), to gather into; then nic_xmit_in_place sends it with
+ * the headers written around it. Nothing may be sent in between (a gather that faults
+ * just never sends: the next packet reuses the slot). */
+uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h);
+int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+		      uint32_t len);
 bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
 		      const uint8_t *pkt, size_t len);
 

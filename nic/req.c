@@ -52,16 +52,32 @@ static uint8_t seg_opcode(const struct nic_swqe *w, uint32_t off, uint32_t n)
 	       inv ? ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE : ROCE_OP_RC_SEND_LAST;
 }
 
-static void xmit(struct nic_qp *qp, const struct roce_hdr *h, const void *payload, uint32_t n)
+/* A packet of h's PSN went out: move the send PSN and the highest PSN sent past it. */
+static void sent(struct nic_qp *qp, const struct roce_hdr *h)
 {
-	struct nic_gid dst = nic_qp_dgid(qp);
 	uint32_t next = roce_psn_next(h->bth.psn);
 
-	(void)nic_xmit(qp, &dst, h, payload, n);	/* only fails on a bug: sizes are ours */
 	if (roce_psn_diff(next, qp->req.psn) > 0)
 		qp->req.psn = next;
 	if (roce_psn_diff(next, qp->req.max_sent) > 0)
 		qp->req.max_sent = next;
+}
+
+static void xmit(struct nic_qp *qp, const struct roce_hdr *h, const void *payload, uint32_t n)
+{
+	struct nic_gid dst = nic_qp_dgid(qp);
+
+	(void)nic_xmit(qp, &dst, h, payload, n);	/* only fails on a bug: sizes are ours */
+	sent(qp, h);
+}
+
+/* The same for a payload gathered in place (nic_tx_payload). */
+static void xmit_in_place(struct nic_qp *qp, const struct roce_hdr *h, uint32_t n)
+{
+	struct nic_gid dst = nic_qp_dgid(qp);
+
+	(void)nic_xmit_in_place(qp, &dst, h, n);
+	sent(qp, h);
 }
 
 static void base_hdr(const struct nic_qp *qp, struct roce_hdr *h, uint8_t opcode, uint32_t psn)
@@ -126,16 +142,16 @@ static bool more_follows(const struct nic_qp *qp)
 /* Send the next packet of a SEND/WRITE/ATOMIC_WRITE. false: stopped (fault or error). */
 static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 {
-	uint8_t buf[NIC_PKT_MAX];
 	uint32_t off = w->sent, n = w->length - off < qp->pmtu ? w->length - off : qp->pmtu;
 	uint32_t k = off / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
 	uint8_t op = w->wr.opcode == ODPEMU_WR_ATOMIC_WRITE ? ROCE_OP_RC_ATOMIC_WRITE :
 		     seg_opcode(w, off, n);
 	struct roce_hdr h;
 
-	if (!gather_ok(qp, w, off, buf, n))
-		return false;
+	/* Gathered straight into the packet (the port's transmit slot). */
 	base_hdr(qp, &h, op, psn);
+	if (!gather_ok(qp, w, off, nic_tx_payload(qp->nic, &h), n))
+		return false;
 	h.bth.se = (w->wr.send_flags & ODPEMU_SEND_SOLICITED) && off + n == w->length;
 	/* AckReq: at the end of the last message the engine has to send (a post list shares
 	 * one), every NIC_ACKREQ_EVERY packets, and when this packet fills the window (else
@@ -150,7 +166,7 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 		h.reth = (struct roce_reth){ w->wr.remote_addr, w->wr.rkey, w->length };
 	h.imm = w->wr.imm_data;
 	h.ieth_rkey = w->wr.imm_data;
-	xmit(qp, &h, buf, n);
+	xmit_in_place(qp, &h, n);
 	return true;
 }
 

@@ -26,21 +26,35 @@ enum verdict {
 
 /* ---- sending answers ---- */
 
+static void answer_hdr(const struct nic_qp *qp, struct roce_hdr *h, uint8_t opcode,
+		       uint32_t psn, uint8_t syndrome, uint64_t atmack)
+{
+	memset(h, 0, sizeof(*h));
+	h->bth.opcode = opcode;
+	h->bth.pkey = ROCE_DEFAULT_PKEY;
+	h->bth.dqpn = qp->attr.dest_qp_num;
+	h->bth.psn = psn & ROCE_PSN_MASK;
+	h->aeth.syndrome = syndrome;
+	h->aeth.msn = qp->resp.msn;
+	h->atmack = atmack;
+}
+
 static void answer(struct nic_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
 		   const void *payload, uint32_t len, uint64_t atmack)
 {
 	struct nic_gid dst = nic_qp_dgid(qp);
 	struct roce_hdr h;
 
-	memset(&h, 0, sizeof(h));
-	h.bth.opcode = opcode;
-	h.bth.pkey = ROCE_DEFAULT_PKEY;
-	h.bth.dqpn = qp->attr.dest_qp_num;
-	h.bth.psn = psn & ROCE_PSN_MASK;
-	h.aeth.syndrome = syndrome;
-	h.aeth.msn = qp->resp.msn;
-	h.atmack = atmack;
+	answer_hdr(qp, &h, opcode, psn, syndrome, atmack);
 	(void)nic_xmit(qp, &dst, &h, payload, len);
+}
+
+/* A READ response whose payload was gathered in place (nic_tx_payload). */
+static void answer_in_place(struct nic_qp *qp, const struct roce_hdr *h, uint32_t len)
+{
+	struct nic_gid dst = nic_qp_dgid(qp);
+
+	(void)nic_xmit_in_place(qp, &dst, h, len);
 }
 
 static void ack(struct nic_qp *qp, uint32_t psn)
@@ -312,7 +326,6 @@ static enum verdict read_responses(struct nic_qp *qp, const struct roce_pkt *pkt
 	uint32_t k = (uint32_t)roce_psn_diff(psn, s->psn), n = read_npkts(qp, s->len);
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, s->rkey);
 	struct nic_dma_ctx c = dma_ctx(qp);
-	uint8_t buf[NIC_PKT_MAX];
 	uint32_t off = k * qp->pmtu;
 	enum nic_dma_result res;
 
@@ -330,10 +343,15 @@ static enum verdict read_responses(struct nic_qp *qp, const struct roce_pkt *pkt
 			     k == n - 1 ? ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
 			     ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 
-		if (len && nic_dma_mr(&c, mr, s->va + off, buf, len, false, IOPT_READ) != NIC_DMA_OK)
+		struct roce_hdr h;
+
+		/* Gathered straight into the packet (the port's transmit slot). */
+		answer_hdr(qp, &h, op, roce_psn_add(s->psn, k),
+			   roce_syndrome_ack(ROCE_CREDIT_INVALID), 0);
+		if (len && nic_dma_mr(&c, mr, s->va + off, nic_tx_payload(qp->nic, &h), len, false,
+				      IOPT_READ) != NIC_DMA_OK)
 			return fail(qp, pkt, roce_psn_add(s->psn, k), NIC_RERR_HOST_FAULT);
-		answer(qp, op, roce_psn_add(s->psn, k), roce_syndrome_ack(ROCE_CREDIT_INVALID),
-		       buf, len, 0);
+		answer_in_place(qp, &h, len);
 	}
 	return V_DONE;
 }

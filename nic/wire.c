@@ -86,18 +86,50 @@ bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport
 	return roce_icrc6_ok(&f6, pkt, len);
 }
 
-int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
-	     const void *payload, uint32_t len)
+/* Where the next packet is built: the port's transmit slot, else our scratch. */
+static uint8_t *tx_buf(struct nic *nic)
+{
+	uint8_t *slot = nic->cfg.ports.tx_slot ? nic->cfg.ports.tx_slot(nic->cfg.ports.ctx) : NULL;
+
+	return slot ? slot : nic->pkt;
+}
+
+/* Headers around the payload (copied from payload, or already in place when NULL), seal,
+ * send. Copies per payload byte on the way out: host memory -> packet (the gather, into
+ * the port's slot), packet -> kernel (the port's send). */
+static int build_and_send(struct nic_qp *qp, const struct nic_gid *dst,
+			  const struct roce_hdr *h, const void *payload, uint32_t len)
 {
 	struct nic *nic = qp->nic;
-	long n = roce_build(nic->pkt, sizeof(nic->pkt), h, payload, len);
+	uint8_t *pkt = tx_buf(nic);
+	long n = roce_build(pkt, NIC_PKT_MAX, h, payload, len);
 
 	if (n < 0)
 		return (int)n;
-	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), nic->pkt, (size_t)n);
+	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), pkt, (size_t)n);
 	nic->ctr.pkts_sent++;
 	qp->ctr.pkts_sent++;
 	qp->ctr.bytes_sent += (uint64_t)n;
-	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, nic->pkt, (size_t)n);
+	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, pkt, (size_t)n);
 	return 0;
+}
+
+int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+	     const void *payload, uint32_t len)
+{
+	/* A NULL payload of len > 0 would mean "in place": not what a copying caller means. */
+	if (!payload && len)
+		return -EINVAL;
+	return build_and_send(qp, dst, h, payload, len);
+}
+
+uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h)
+{
+	return tx_buf(nic) + roce_hdrs_len(roce_opcode_table[h->bth.opcode].mask);
+}
+
+int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+		      uint32_t len)
+{
+	return build_and_send(qp, dst, h, NULL, len);
 }

@@ -34,7 +34,17 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 	p->q[(p->qhead + p->qcount++) % PAIR_PKTQ] = q;
 	q->to = to;
 	q->len = (uint32_t)len;
-	memcpy(q->buf, pkt, len);
+	if (pkt != q->buf)	/* built in place in the slot port_tx_slot gave */
+		memcpy(q->buf, pkt, len);
+}
+
+/* The next spare packet buffer, as the daemon offers its socket's next batch slot. */
+static uint8_t *port_tx_slot(void *ctx)
+{
+	struct port_ctx *c = ctx;
+	struct pair *p = c->p;
+
+	return p->no_tx_slot || !p->nspare ? NULL : p->spare[p->nspare - 1]->buf;
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -89,7 +99,7 @@ static struct nic_ports ports_for(struct pair *p, int side)
 	c->p = p;
 	c->side = side;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
-		port_cq_notify };
+		port_cq_notify, .tx_slot = port_tx_slot };
 }
 
 static void connect_rc(struct pair *p, const struct pair_qp_opts *o)

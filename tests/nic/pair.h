@@ -58,6 +58,8 @@ struct pair {
 	bool fail_faults;	/* answer faults with -EFAULT */
 	bool hold_faults;	/* do not answer faults until cleared */
 	bool readonly_faults;	/* answer with read-only pages */
+	bool no_tx_slot;	/* the wire offers no transmit slot: nic/ builds packets in its
+				 * own scratch and send() copies (default: built in place) */
 	bool eager_faults;	/* answer faults before the next packet (default: once the
 				 * wire is empty, i.e. after every packet in flight) */
 	uint64_t fault_latency_ns;

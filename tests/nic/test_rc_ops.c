@@ -73,12 +73,15 @@ static void test_send_imm_inline_unsignaled(void)
 	pair_free(p);
 }
 
-static void test_write_read(void)
+/* WRITE, WRITE_WITH_IMM and READ; built in the wire's transmit slot (as odpemud does) or,
+ * with scratch, in nic/'s own buffer and copied by send(). */
+static void write_read(bool scratch)
 {
 	struct pair *p = pair_new(NULL);
 	struct pair_bufs x;
 	struct nic_wc wc;
 
+	p->no_tx_slot = scratch;
 	pair_bufs_new(p, &x, BUF, RW, RW, &rng);
 	struct nic_sge s = pair_sge(x.a, 10000, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
@@ -112,6 +115,12 @@ static void test_write_read(void)
 	T_CHECK(memcmp(x.a + 20000, x.b + 100, 9000) == 0, "read data");
 	pair_bufs_free(&x);
 	pair_free(p);
+}
+
+static void test_write_read(void)
+{
+	write_read(false);
+	write_read(true);
 }
 
 static void atomic(struct pair *p, struct pair_bufs *x, enum odpemu_wr_opcode op, uint64_t cmp_add,
