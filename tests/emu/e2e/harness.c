@@ -87,6 +87,7 @@ static void setup_netns(struct h_env *e)
 	remove_stale_netns();
 	for (int i = 0; i < 2; i++) {
 		snprintf(e->host[i].ns, sizeof(e->host[i].ns), "odpt%d%c", id, 'a' + i);
+		snprintf(e->host[i].dev, sizeof(e->host[i].dev), "odv%d%c", id, 'a' + i);
 		if (e->ipv6)
 			snprintf(e->host[i].addr, sizeof(e->host[i].addr), "fd00:201:%x::%d", sub,
 				 i + 1);
@@ -134,16 +135,44 @@ static void setup_drop(struct h_env *e)
 	printf("random drop: %d %% of each host's RoCEv2 output (nftables)\n", pct);
 }
 
-unsigned long long h_dropped(struct h_env *e)
+/* $ODPEMU_TEST_DUP_PCT=N (1..50): each host also sends N % of its RoCEv2 output twice
+ * (nftables dup to the peer, counted); the copy leaves after the original, so the peer sees
+ * late duplicates of packets it has already taken, as after a reordering. */
+static void setup_dup(struct h_env *e)
+{
+	const char *v = getenv("ODPEMU_TEST_DUP_PCT"), *fam = e->ipv6 ? "ip6" : "ip";
+	int pct = v ? atoi(v) : 0;
+
+	if (pct <= 0)
+		return;
+	if (!e->netns) {
+		printf("random duplication needs root and network namespaces (nftables): "
+		       "skipped\n");
+		exit(77);
+	}
+	for (int i = 0; i < 2; i++)
+		if (sh("ip netns exec %s nft add table %s odpd", e->host[i].ns, fam) ||
+		    sh("ip netns exec %s nft 'add chain %s odpd out { type filter hook output "
+		       "priority 0 ; }'", e->host[i].ns, fam) ||
+		    sh("ip netns exec %s nft add rule %s odpd out udp dport %u numgen random "
+		       "mod 100 '<' %d counter dup to %s device %s", e->host[i].ns, fam,
+		       e->port, pct, e->host[!i].addr, e->host[i].dev))
+			die("cannot install the random duplication on host %d (nftables)", i);
+	e->dup_pct = pct;
+	printf("random duplication: %d %% of each host's RoCEv2 output (nftables)\n", pct);
+}
+
+/* The packets counted by the rules of one nftables chain on both hosts. */
+static unsigned long long chain_count(struct h_env *e, const char *chain)
 {
 	unsigned long long total = 0;
 
-	for (int i = 0; e->drop_pct && i < 2; i++) {
+	for (int i = 0; i < 2; i++) {
 		char cmd[256], line[512];
 		FILE *f;
 
-		snprintf(cmd, sizeof(cmd), "ip netns exec %s nft list chain inet odpt out 2>/dev/null",
-			 e->host[i].ns);
+		snprintf(cmd, sizeof(cmd), "ip netns exec %s nft list chain %s 2>/dev/null",
+			 e->host[i].ns, chain);
 		f = popen(cmd, "r");
 		while (f && fgets(line, sizeof(line), f)) {
 			const char *c = strstr(line, "counter packets ");
@@ -155,6 +184,16 @@ unsigned long long h_dropped(struct h_env *e)
 			pclose(f);
 	}
 	return total;
+}
+
+unsigned long long h_dropped(struct h_env *e)
+{
+	return e->drop_pct ? chain_count(e, "inet odpt out") : 0;
+}
+
+unsigned long long h_duplicated(struct h_env *e)
+{
+	return !e->dup_pct ? 0 : chain_count(e, e->ipv6 ? "ip6 odpd out" : "ip odpd out");
 }
 
 void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_b,
@@ -188,6 +227,7 @@ void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_
 		strcpy(e->host[1].addr, "127.0.0.2");
 	}
 	setup_drop(e);
+	setup_dup(e);
 	for (int i = 0; i < 2; i++) {
 		snprintf(e->host[i].name, sizeof(e->host[i].name), "odp%c", 'a' + i);
 		snprintf(e->host[i].log, sizeof(e->host[i].log), "%s/%s.stderr", e->rundir,

@@ -30,6 +30,7 @@ struct h_host {
 	char name[16];		/* device name: odpa, odpb */
 	char addr[64];		/* its IP address */
 	char ns[32];		/* network namespace ("" without) */
+	char dev[16];		/* its end of the veth pair (namespaces only) */
 	char log[256];		/* the daemon's stderr */
 	pid_t pid;
 };
@@ -39,6 +40,7 @@ struct h_env {
 	bool netns;
 	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:201:N::1 and ::2 (namespaces only) */
 	int drop_pct;		/* $ODPEMU_TEST_DROP_PCT: random drop on both outputs */
+	int dup_pct;		/* $ODPEMU_TEST_DUP_PCT: random duplication on both outputs */
 	unsigned port;
 	struct h_host host[2];
 	/* Set by h_main for the body: */
@@ -53,6 +55,8 @@ void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_
 	  unsigned watchdog_s);
 /* Packets the random drop ($ODPEMU_TEST_DROP_PCT) has dropped on both hosts so far. */
 unsigned long long h_dropped(struct h_env *e);
+/* Packets the random duplication ($ODPEMU_TEST_DUP_PCT) has sent twice so far. */
+unsigned long long h_duplicated(struct h_env *e);
 /* (Re)start host i's daemon; 0 or -1 (with the log printed). */
 int h_daemon_start(struct h_env *e, int i, const char *const *extra);
 /* Send sig to host i's daemon and, for SIGTERM/SIGKILL, reap it (bounded). Returns its

@@ -91,6 +91,12 @@ static void every_combo(struct h_env *e)
 		printf("random drop: %llu packets dropped on the hosts' outputs\n", dropped);
 		T_CHECK(dropped > 0, "the random drop dropped nothing");
 	}
+	if (e->dup_pct) {	/* ... and through late duplicates */
+		unsigned long long dup = h_duplicated(e);
+
+		printf("random duplication: %llu packets sent twice by the hosts\n", dup);
+		T_CHECK(dup > 0, "the random duplication duplicated nothing");
+	}
 }
 
 int main(int argc, char **argv)
