@@ -37,8 +37,12 @@ for n in 1 2 3 4 5 6 7; do
     *"cold ODP"*|*"ibv_rc_pingpong -o"*)
       cold=$((cold + 1))
       faults=$(field "$n" 4)
-      [[ $faults =~ ^[1-9][0-9]*$ ]] ||
+      [[ $faults =~ ^[1-9][0-9]*($|,\ p50/p99\ [0-9.e+]+/[0-9.e+]+\ us$) ]] ||
         fail "line $n ($scenario): page faults '$faults', want > 0"
+      case $scenario in
+        *"cold ODP"*) [[ $faults == *p50/p99* ]] ||
+          fail "line $n ($scenario): no fault latency in '$faults'" ;;
+      esac
       ;;
   esac
   case $scenario in

@@ -4,13 +4,13 @@
 #
 # demo_perf_row runs an odpemu-perf pair (server on host b, client on host a with --json)
 # and turns the client's JSON into a line: throughput or latency, the responder's page
-# faults and RNR NAKs sent, and "data verified" when --verify checked every byte.
+# faults (with the daemon's fault latency, p50/p99 bucket bounds) and RNR NAKs sent, and "data verified" when --verify checked every byte.
 # demo_stale_row runs the stale-registration scenario. Lines go to demo_rows, what went
 # wrong to demo_failures (printed under the table).
 
 demo_rows=()
 demo_failures=()
-demo_row_fmt=' %-2s %-42s %-30s %7s %9s  %s\n'
+demo_row_fmt=' %-2s %-42s %-32s %-27s %9s  %s\n'
 
 demo_row() {
   # shellcheck disable=SC2059
@@ -48,7 +48,11 @@ if d["ok"] and v["enabled"] and v["ok"] and v["checked"] > 0:
     verdict = "data verified"
 else:
     verdict = "DATA NOT VERIFIED" + (": " + v["error"] if v["error"] else "")
-print("\t".join([res, str(odp["page_faults"]), str(odp["rnr_naks_sent"]), verdict,
+faults = str(odp["page_faults"])
+if odp["page_faults"]:	# the daemon's fault latency, request to answer delivered
+    faults += ", p50/p99 %.2g/%.2g us" % (odp["fault_latency_ns_p50"] / 1e3,
+                                         odp["fault_latency_ns_p99"] / 1e3)
+print("\t".join([res, faults, str(odp["rnr_naks_sent"]), verdict,
                  str(odp["page_prefetch"])]))
 EOF
 }
