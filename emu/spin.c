@@ -11,14 +11,14 @@ void emu_spin_init(struct emu_spin *p, int poll_us)
 
 static void learn(struct emu_spin *p, uint64_t gap)
 {
-	uint64_t twice;
+	uint64_t span;
 
 	p->gap_avg_ns = p->gap_avg_ns ? (7 * p->gap_avg_ns + gap) / 8 : gap;
-	twice = 2 * p->gap_avg_ns;
-	if (twice > EMU_SPIN_MAX_US * 1000ull || twice < EMU_SPIN_MIN_US * 1000ull)
+	span = 4 * p->gap_avg_ns;
+	if (span > EMU_SPIN_MAX_US * 1000ull || span < EMU_SPIN_MIN_US * 1000ull)
 		p->spin_ns = EMU_SPIN_MIN_US * 1000ull;
 	else
-		p->spin_ns = twice;
+		p->spin_ns = span;
 }
 
 uint64_t emu_spin_work(struct emu_spin *p, uint64_t now)

@@ -4,11 +4,12 @@
  *
  * Fixed (--poll-us N): N microseconds, as always.
  * Adaptive (the default): the loop learns the idle gaps between bursts of work (a moving
- * average, 1/8 weight per gap) and spins for twice the average gap, at least
- * EMU_SPIN_MIN_US: a ping-pong whose round trip is 30 us is caught spinning instead of
- * waking from io_uring (tens of microseconds on a busy 2-vCPU host). Gaps too long to
- * bridge (twice the average above EMU_SPIN_MAX_US) spin only the minimum: a quiet daemon
- * sleeps instead of burning a CPU its clients need.
+ * average, 1/8 weight per gap) and spins for four times the average gap (gaps vary: an ACK,
+ * then the peer's next request), at least EMU_SPIN_MIN_US, the fixed default of before: a
+ * ping-pong whose gaps are 100 us is caught spinning instead of waking from io_uring (tens
+ * of microseconds on a busy 2-vCPU host). Gaps too long to bridge (four times the average
+ * above EMU_SPIN_MAX_US) spin only the minimum: a quiet daemon sleeps instead of burning a
+ * CPU its clients need.
  *
  * Pure arithmetic on the loop thread's clock; no syscalls.
  */
@@ -18,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EMU_SPIN_MIN_US	20
+#define EMU_SPIN_MIN_US	50
 #define EMU_SPIN_MAX_US	1000
 #define EMU_SPIN_GAP_NS	5000	/* shorter pauses are one burst (a round of work can
 				 * take microseconds), not a gap */

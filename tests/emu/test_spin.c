@@ -35,14 +35,14 @@ int main(int argc, char **argv)
 
 	emu_spin_init(&p, -1);
 	T_EQ(feed(&p, &t, 1 * US, 1), EMU_SPIN_MIN_US * US, "adaptive: starts at the minimum");
-	T_EQ(feed(&p, &t, 30 * US, 40), 60 * US, "a 30 us ping-pong: spin twice the gap");
-	T_EQ(feed(&p, &t, 2 * US, 200), 60 * US, "pauses inside a burst are not gaps");
-	w = feed(&p, &t, 400 * US, 60);
-	T_CHECK(w > 790 * US && w <= 800 * US, "400 us gaps: still bridged (spin %llu ns)",
+	T_EQ(feed(&p, &t, 30 * US, 40), 120 * US, "30 us gaps: spin four times the gap");
+	T_EQ(feed(&p, &t, 2 * US, 200), 120 * US, "pauses inside a burst are not gaps");
+	w = feed(&p, &t, 200 * US, 60);
+	T_CHECK(w > 790 * US && w <= 800 * US, "200 us gaps: still bridged (spin %llu ns)",
 		(unsigned long long)w);
 	T_EQ(feed(&p, &t, 5000 * US, 60), EMU_SPIN_MIN_US * US,
 	     "gaps too long to bridge: the minimum, then sleep");
 	T_EQ(feed(&p, &t, 8 * US, 100), EMU_SPIN_MIN_US * US,
-	     "gaps shorter than half the minimum: the minimum");
+	     "gaps shorter than a quarter of the minimum: the minimum");
 	return t_done("emu-spin");
 }
