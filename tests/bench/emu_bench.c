@@ -618,7 +618,7 @@ static void print_odp(const char *policy, const struct odp_result *o)
 	       "warm %.3f GB/s (%.2f); responder page_faults +%llu (%llu pages), RNR NAKs "
 	       "+%llu; requester retransmits +%llu; faults while warm +%llu; fault latency in "
 	       "the daemon (submit to answer) p50 < %.2f us, p99 < %.2f us; per request the fault "
-	       "handler worked %.1f us after %.1f us in the thread's queue (none inline)\n",
+	       "handler worked %.1f us after %.1f us queued (0 when resolved inline)\n",
 	       cfg.odp_bytes / MiB, policy, o->cold, o->warm, o->warm ? o->cold / o->warm : 0,
 	       o->faults, o->fault_pages, o->rnr_naks, o->retransmits, o->warm_faults,
 	       (double)o->lat_p50_ns / 1e3, (double)o->lat_p99_ns / 1e3, o->resolve_us,
