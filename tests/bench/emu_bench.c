@@ -941,6 +941,22 @@ static void print_round_lat(const struct round *r)
 	       "trips)\n", r->poll_us, r->lat.median_us, r->lat.p99_us, r->lat_n);
 }
 
+/* What the daemons' data path did over the round, so a slow round can be told apart:
+ * segmentation offload and GRO in use, losses recovered. */
+static void print_path_counters(struct h_pair *p)
+{
+	static const char *const names[] = { "udp_tx_gso_sends", "udp_tx_gso_refused",
+		"udp_rx_gro_bufs", "udp_tx_err_again", "retransmits", "timeouts",
+		"rnr_naks_sent", "drop_stall_full" };
+
+	for (int i = 0; i < 2; i++) {
+		printf("        daemon %c:", 'a' + i);
+		for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			printf(" %s %llu", names[k], counter(p->s[i].ctx, names[k]));
+		printf("\n");
+	}
+}
+
 static void odpemu_round(struct round *r, double seconds)
 {
 	struct h_pair p;
@@ -958,6 +974,7 @@ static void odpemu_round(struct round *r, double seconds)
 	printf("odpemu  64 KiB WRITE ping-pong (poll-us %s): median %.1f us per transfer, p99 "
 	       "%.1f us (%u round trips)\n", r->poll_us, r->big.median_us, r->big.p99_us,
 	       r->big_n);
+	print_path_counters(&p);
 	pair_close(&p);
 }
 
