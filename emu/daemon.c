@@ -408,6 +408,7 @@ int emu_daemon_run(struct emu_daemon *d)
 				continue;
 			}
 			deadline = next_deadline(d);
+			d->ctr.loop_sleeps++;
 			rc = emu_loop_run_once(&d->loop, deadline);
 			set_sleeping(d, false);
 		}

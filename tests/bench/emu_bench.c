@@ -947,7 +947,7 @@ static void print_path_counters(struct h_pair *p)
 {
 	static const char *const names[] = { "udp_tx_gso_sends", "udp_tx_gso_refused",
 		"udp_rx_gro_bufs", "udp_tx_err_again", "retransmits", "timeouts",
-		"rnr_naks_sent", "drop_stall_full" };
+		"rnr_naks_sent", "drop_stall_full", "loop_sleeps" };
 
 	for (int i = 0; i < 2; i++) {
 		printf("        daemon %c:", 'a' + i);
