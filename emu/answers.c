@@ -91,11 +91,12 @@ static void advise_answered(struct emu_daemon *d, const struct emu_fault_job *j)
 
 static void deliver(struct emu_daemon *d, struct emu_fault_job *j, uint64_t now)
 {
+	struct iopt *t = j->req->dom;	/* read before the answer frees the request */
+	int rc;
+
 	count_latency(d, now - j->enqueued_ns);
 	if (now > j->due_ns)
 		d->ctr.fault_deliver_wait_ns += now - j->due_ns;
-	struct iopt *t = j->req->dom;	/* read before the answer frees the request */
-	int rc;
 
 	if (j->err) {
 		nic_fault_fail(d->nic, j->req, j->err, now);

@@ -9,11 +9,10 @@
  *   completion straight into its CQ ring: ports.cq_write).
  *
  * Then spin while there is work (spin.h: --poll-us, adaptive by default), else announce
- * sleep on the status page and
- * wait in io_uring until a completion or the next deadline (nic/ timers, fault delays,
- * evictions). SIGTERM/SIGINT stop it: every QP goes to ERR (clients get their flush
- * completions), clients get DEVICE_FATAL, the socket is removed. SIGUSR1 writes the device
- * counters to the log.
+ * sleep on the status page and wait in io_uring until a completion or the next deadline
+ * (nic/ timers, fault delays, evictions). SIGTERM/SIGINT stop it: every QP goes to ERR
+ * (clients get their flush completions), clients get DEVICE_FATAL, the socket is removed.
+ * SIGUSR1 writes the device counters to the log.
  */
 #include <errno.h>
 #include <sched.h>
@@ -32,10 +31,10 @@
 #include "devnode.h"
 #include "log.h"
 #include "mtu.h"
-#include "spin.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
+#include "spin.h"
 
 static void set_port(struct emu_daemon *d, bool up)
 {
