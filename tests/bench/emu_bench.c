@@ -53,6 +53,7 @@
 
 #include "bench.h"
 #include "fi_anchor.h"
+#include "first_touch.h"
 #include "harness.h"
 #include "relay_anchor.h"
 #include "tcp_raw.h"
@@ -993,6 +994,7 @@ static void profile_cold(void)
 	}
 	printf("odpemu  cold ODP 64 KiB WRITE, stall, %u regions of %" PRIu64 " MiB: %.3f GB/s "
 	       "average\n", n, cfg.odp_bytes / MiB, n ? cold / n : 0);
+	print_path_counters(&p);
 	pair_close(&p);
 }
 
@@ -1036,6 +1038,8 @@ struct raw_figures {
 	struct pct tcp8, tcp64k;	/* kernel TCP ping-pong, per transfer */
 	double fi8, fi64k;		/* fi_pingpong -p tcp usec/xfer; < 0: not run */
 	struct pct relay;		/* the zero-work relay of odpemu's shape, half RTT */
+	struct first_touch touch;	/* process_vm_writev into fresh pages, then warm */
+	int touch_rc;			/* first_touch_measure's */
 };
 
 /* Kernel TCP between the same two addresses: a 64 KiB-write stream (iperf3 -l 64K). */
@@ -1148,6 +1152,16 @@ static void raw_all(struct raw_figures *f)
 	       WIRE_LAT, f->busy.median_us, f->busy.p99_us);
 	tcp_all(f, sh);
 	munmap(sh, len);
+	/* per packet, as odpemud writes an ODP region (4 KiB RoCE MTU on this veth) */
+	f->touch_rc = first_touch_measure(cfg.odp_bytes, 4096, &f->touch);
+	if (f->touch_rc)
+		printf("kernel first touch: not measured: %s\n", strerror(-f->touch_rc));
+	else
+		printf("kernel process_vm_writev, 4 KiB per call, %" PRIu64 " MiB: into fresh pages "
+		       "%.3f GB/s (%.2f us a page), warm %.3f GB/s (%.2f us): cold/warm %.2f, the "
+		       "ceiling of odpemu's cold/warm ODP\n", cfg.odp_bytes / MiB,
+		       f->touch.cold_gbps, f->touch.cold_ns_page / 1e3, f->touch.warm_gbps,
+		       f->touch.warm_ns_page / 1e3, f->touch.cold_gbps / f->touch.warm_gbps);
 }
 
 static void print_table(const struct round r[NROUNDS], const struct raw_figures *raw,
@@ -1199,10 +1213,13 @@ static void print_table(const struct round r[NROUNDS], const struct raw_figures 
 		snprintf(name, sizeof(name), "8 B half RTT p99, poll-us %s", r[i].poll_us);
 		row(name, "us", r[i].lat.p99_us, lat_ref[i]->p99_us, false, 0, "");
 	}
-	row("ODP cold 64 KiB WRITE, rnr", "GB/s", odp->cold, odp->warm, true, 0,
-	    "(raw column: warm)");
-	row("ODP cold 64 KiB WRITE, stall", "GB/s", odp_stall->cold, odp_stall->warm, true, 0,
-	    "(raw column: warm)");
+	row("ODP cold 64 KiB WRITE, stall", "GB/s", odp_stall->cold, odp_stall->warm, true, 0.8,
+	    ">= 0.8 x warm");
+	row("ODP cold 64 KiB WRITE, rnr", "GB/s", odp->cold, odp->warm, true, 0.3,
+	    ">= 0.3 x warm");
+	if (!raw->touch_rc)
+		row("kernel first touch, 4 KiB writes", "GB/s", raw->touch.cold_gbps,
+		    raw->touch.warm_gbps, true, 0, "(ceiling of cold/warm)");
 	printf("%-36s %9.2f %9s %-5s %6s  %-24s %s\n", "fault latency p50, stall (daemon)",
 	       (double)odp_stall->lat_p50_ns / 1e3, "", "us", "", "<= 10 us",
 	       odp_stall->lat_p50_ns <= 10000 ? "met" : "NOT MET");
