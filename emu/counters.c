@@ -176,6 +176,8 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "qps", nc.qps);
 	put(l, "pkts_received", nc.pkts_received);
 	put(l, "pkts_sent", nc.pkts_sent);
+	put(l, "gsi_received", nc.gsi_received);
+	put(l, "gsi_sent", nc.gsi_sent);
 #define PUT_UDP_(name) put(l, "udp_" #name, us.name);
 	EMU_UDP_STATS(PUT_UDP_)
 #undef PUT_UDP_

@@ -232,6 +232,8 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 		return drop(nic, NULL, NIC_DROP_PARSE);
 	if (!nic_icrc_ok_from(nic, src, sport, pkt, len))
 		return drop(nic, NULL, NIC_DROP_ICRC);
+	if (dqpn == ROCE_GSI_QPN)
+		return nic_gsi_rx(nic, pkt, len, src);
 	qp = nic_qp_lookup(nic, (uint32_t)dqpn);
 	if (!qp)
 		return drop(nic, NULL, NIC_DROP_NO_QP);

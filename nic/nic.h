@@ -62,6 +62,15 @@ struct nic_event {
 
 #define NIC_PORT_TX_SLOT	(4096 + 128)	/* the largest packet: PMTU 4096 + headers */
 
+/* QP1 (IBA 13.5): one MAD per UD SEND_ONLY, source and destination QP 1, Q_Key 0x80010000. */
+#define NIC_GSI_MAD_LEN	256u
+#define NIC_GSI_QKEY	0x80010000u
+struct nic_gsi_dgram {
+	struct nic_gid src;		/* the sender's GID */
+	uint32_t src_qp;		/* the DETH's (1 from a NIC; kept for the agent to check) */
+	const uint8_t *mad;		/* NIC_GSI_MAD_LEN bytes */
+};
+
 struct nic_ports {
 	void *ctx;
 	/* Wire: one UDP payload (BTH .. ICRC, ICRC sealed) to the device at dst, from this
@@ -89,6 +98,9 @@ struct nic_ports {
 	 * gathered from host memory straight into it, so a packet leaves with two copies per
 	 * byte: host memory -> slot, slot -> kernel. */
 	uint8_t *(*tx_slot)(void *ctx);
+	/* Optional: the host's management agent (the connection manager), given each MAD
+	 * that arrives on QP1 (valid during the call). NULL: QP1 packets drop as NO_QP. */
+	void (*gsi_rx)(void *ctx, const struct nic_gsi_dgram *d);
 };
 
 /* ---- device ---- */
@@ -125,6 +137,9 @@ void nic_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gi
 	    uint64_t now);
 void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
 		 uint16_t sport, uint64_t now);
+/* Send one MAD (NIC_GSI_MAD_LEN bytes) from QP1 to QP1 of the device at dst. 0, or
+ * -EINVAL/-ENOSPC from the packet builder. Fire and forget, as every UD send. */
+int nic_gsi_send(struct nic *nic, const struct nic_gid *dst, const uint8_t *mad);
 /* Run timers due at now (ACK timeout, RNR timer, deferred work). */
 void nic_tick(struct nic *nic, uint64_t now);
 /* The earliest time nic_tick has work, or UINT64_MAX. */
@@ -331,6 +346,7 @@ int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out);
 
 struct nic_counters {
 	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
+	uint64_t gsi_received, gsi_sent;	/* QP1's MADs (gsi.c) */
 	uint64_t faults_raised, faults_failed;
 	unsigned pds, mrs, cqs, srqs, qps;	/* live objects */
 };

@@ -277,6 +277,7 @@ struct nic {
 	unsigned depth;			/* re-entrancy guard for run_queue */
 	uint8_t pkt[NIC_PKT_MAX];	/* transmit scratch */
 	struct roce_icrc_ids icrc_ids;	/* receive: IPv4 Identification corrections */
+	uint32_t gsi_psn;		/* QP1's next PSN (UD: informational) */
 };
 
 /* device.c */
@@ -349,6 +350,11 @@ void nic_fault_cancel(struct nic_fault *f);
 
 /* wire.c */
 /* Send one packet: headers of h, a copy of payload (len bytes), ICRC. */
+/* A packet of no QP (QP1's MADs): built, sealed and sent as nic_xmit does. */
+int nic_xmit_raw(struct nic *nic, const struct nic_gid *dst, const struct roce_hdr *h,
+		 const void *payload, uint32_t len);
+/* gsi.c: a packet for QP1, its ICRC checked. */
+void nic_gsi_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src);
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
 	     const void *payload, uint32_t len);
 /* Zero-copy sending: where the payload of a packet with h's opcode goes (in the port's

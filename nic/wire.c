@@ -97,21 +97,38 @@ static uint8_t *tx_buf(struct nic *nic)
 /* Headers around the payload (copied from payload, or already in place when NULL), seal,
  * send. Copies per payload byte on the way out: host memory -> packet (the gather, into
  * the port's slot), packet -> kernel (the port's send). */
-static int build_and_send(struct nic_qp *qp, const struct nic_gid *dst,
-			  const struct roce_hdr *h, const void *payload, uint32_t len)
+static long build_and_send(struct nic *nic, const struct nic_gid *dst, const struct roce_hdr *h,
+			   const void *payload, uint32_t len)
 {
-	struct nic *nic = qp->nic;
 	uint8_t *pkt = tx_buf(nic);
 	long n = roce_build(pkt, NIC_PKT_MAX, h, payload, len);
 
 	if (n < 0)
-		return (int)n;
+		return n;
 	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), pkt, (size_t)n);
 	nic->ctr.pkts_sent++;
+	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, pkt, (size_t)n);
+	return n;
+}
+
+static int qp_send(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+		   const void *payload, uint32_t len)
+{
+	long n = build_and_send(qp->nic, dst, h, payload, len);
+
+	if (n < 0)
+		return (int)n;
 	qp->ctr.pkts_sent++;
 	qp->ctr.bytes_sent += (uint64_t)n;
-	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, pkt, (size_t)n);
 	return 0;
+}
+
+int nic_xmit_raw(struct nic *nic, const struct nic_gid *dst, const struct roce_hdr *h,
+		 const void *payload, uint32_t len)
+{
+	long n = payload || !len ? build_and_send(nic, dst, h, payload, len) : -EINVAL;
+
+	return n < 0 ? (int)n : 0;
 }
 
 int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
@@ -120,7 +137,7 @@ int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr
 	/* A NULL payload of len > 0 would mean "in place": not what a copying caller means. */
 	if (!payload && len)
 		return -EINVAL;
-	return build_and_send(qp, dst, h, payload, len);
+	return qp_send(qp, dst, h, payload, len);
 }
 
 uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h)
@@ -131,5 +148,5 @@ uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h)
 int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
 		      uint32_t len)
 {
-	return build_and_send(qp, dst, h, NULL, len);
+	return qp_send(qp, dst, h, NULL, len);
 }

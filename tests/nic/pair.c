@@ -92,6 +92,19 @@ static void port_cq_notify(void *ctx, struct nic_cq *cq)
 		s->notified_rcq++;
 }
 
+/* QP1's MADs as the host agent gets them: kept for the test to look at. */
+static void port_gsi_rx(void *ctx, const struct nic_gsi_dgram *d)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+	struct pair_mad *m = &s->gsi[s->ngsi % PAIR_GSI_KEPT];
+
+	s->ngsi++;
+	m->src = d->src;
+	m->src_qp = d->src_qp;
+	memcpy(m->mad, d->mad, NIC_GSI_MAD_LEN);
+}
+
 static struct nic_ports ports_for(struct pair *p, int side)
 {
 	struct port_ctx *c = &ctxs[nctx++ % 64][side];
@@ -99,7 +112,7 @@ static struct nic_ports ports_for(struct pair *p, int side)
 	c->p = p;
 	c->side = side;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
-		port_cq_notify, .tx_slot = port_tx_slot };
+		port_cq_notify, .tx_slot = port_tx_slot, .gsi_rx = port_gsi_rx };
 }
 
 static void connect_rc(struct pair *p, const struct pair_qp_opts *o)

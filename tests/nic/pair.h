@@ -29,6 +29,13 @@ struct pair_pkt {
 	uint8_t buf[4096 + 128];
 };
 
+#define PAIR_GSI_KEPT 8
+struct pair_mad {
+	struct nic_gid src;
+	uint32_t src_qp;
+	uint8_t mad[NIC_GSI_MAD_LEN];
+};
+
 struct pair_side {
 	struct nic *nic;
 	struct nic_pd *pd;
@@ -40,6 +47,8 @@ struct pair_side {
 	unsigned notified_scq, notified_rcq;	/* ports.cq_notify calls per CQ */
 	struct pair_fault { struct iopt_req *req; uint32_t client; } faults[PAIR_FAULTQ];
 	unsigned nfaults;
+	struct pair_mad gsi[PAIR_GSI_KEPT];	/* QP1's MADs, ngsi % PAIR_GSI_KEPT the next */
+	unsigned ngsi;
 };
 
 struct pair {
