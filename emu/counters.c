@@ -32,15 +32,22 @@ static void put(struct ctr_list *l, const char *name, uint64_t v)
 	}
 }
 
+/* prefix + an upper-case table name, in lower case: "drop_" "NO_QP" -> "drop_no_qp". */
+static void lower_into(char *name, size_t len, const char *prefix, const char *upper)
+{
+	snprintf(name, len, "%s%s", prefix, upper);
+	for (char *p = name; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+}
+
 static void put_drops(struct ctr_list *l, const uint64_t *drops)
 {
 	char name[IPC_CTR_NAME];
 
 	for (int i = 0; i < NIC_DROP__COUNT; i++) {
-		snprintf(name, sizeof(name), "drop_%s", nic_drop_reason_str((enum nic_drop_reason)i));
-		for (char *p = name; *p; p++)
-			if (*p >= 'A' && *p <= 'Z')
-				*p = (char)(*p - 'A' + 'a');
+		lower_into(name, sizeof(name), "drop_",
+			   nic_drop_reason_str((enum nic_drop_reason)i));
 		put(l, name, drops[i]);
 	}
 }
@@ -57,6 +64,25 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 				 (unsigned long long)(2ull << i) >> shift);
 			put(l, name, b[i]);
 		}
+}
+
+/* The connection manager: MADs in and out by type, and what it could not use. */
+static void put_cm(struct ctr_list *l, const struct emu_cm *cm)
+{
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < EMU_CM_NATTR; i++) {
+		const char *a = emu_cm_attr_name(i);
+
+		lower_into(name, sizeof(name), "cm_rx_", a);
+		put(l, name, cm->ctr.rx[i]);
+		lower_into(name, sizeof(name), "cm_tx_", a);
+		put(l, name, cm->ctr.tx[i]);
+	}
+	put(l, "cm_rx_malformed", cm->ctr.rx_malformed);
+	put(l, "cm_rx_bad_src_qp", cm->ctr.rx_bad_src_qp);
+	put(l, "cm_unmatched", cm->ctr.unmatched);
+	put(l, "cm_tx_errors", cm->ctr.tx_errors);
 }
 
 /* The fault thread's own account: requests resolved, and the time spent resolving them and
@@ -178,6 +204,7 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "pkts_sent", nc.pkts_sent);
 	put(l, "gsi_received", nc.gsi_received);
 	put(l, "gsi_sent", nc.gsi_sent);
+	put_cm(l, &d->cm);
 #define PUT_UDP_(name) put(l, "udp_" #name, us.name);
 	EMU_UDP_STATS(PUT_UDP_)
 #undef PUT_UDP_

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -123,6 +124,17 @@ static int resolve_netdev(struct emu_daemon *d)
 	return rc;
 }
 
+/* Where this daemon's CM communication IDs start: random, so a restarted daemon does not
+ * hand out IDs its predecessor's peers still remember (IBA 12.9.8 time-wait). */
+static uint32_t comm_id_seed(void)
+{
+	uint32_t seed = 0;
+
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = (uint32_t)emu_now_ns() ^ (uint32_t)getpid() << 16;
+	return seed;
+}
+
 static int create_nic(struct emu_daemon *d)
 {
 	struct nic_config cfg = { .gid = d->gid, .udp_sport = d->opt.port, .udp_dport = d->opt.port,
@@ -130,9 +142,12 @@ static int create_nic(struct emu_daemon *d)
 	int rc;
 
 	emu_ports_init(d, &cfg.ports);
-	if ((rc = nic_create(&cfg, &d->nic)))
+	if ((rc = nic_create(&cfg, &d->nic))) {
 		emu_log(EMU_LOG_ERR, "cannot create the NIC: %s", strerror(-rc));
-	return rc;
+		return rc;
+	}
+	emu_cm_init(&d->cm, d->nic, comm_id_seed());
+	return 0;
 }
 
 static int open_udp(struct emu_daemon *d)

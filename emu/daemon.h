@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "answers.h"
+#include "cm.h"
 #include "evict.h"
 #include "fault.h"
 #include "inject.h"
@@ -46,6 +47,7 @@ struct emu_daemon {
 	struct emu_inject inject;
 	struct emu_fault *fault;
 	struct emu_answers answers;	/* answered jobs waiting for their injected delay */
+	struct emu_cm cm;		/* the connection manager on QP1 */
 	int listen_fd, signal_fd, status_fd;
 	struct ipc_status_page *status;
 	char sock_path[256];

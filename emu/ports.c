@@ -183,9 +183,18 @@ static bool port_cq_write(void *ctx, struct nic_cq *cq, const struct nic_wc *wc)
 	return o && emu_cq_write(o, wc);
 }
 
+/* QP1's MADs go to the connection manager. */
+static void port_gsi_rx(void *ctx, const struct nic_gsi_dgram *dg)
+{
+	struct emu_daemon *d = ctx;
+
+	emu_cm_rx(&d->cm, dg);
+}
+
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 {
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
-		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot };
+		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot,
+		.gsi_rx = port_gsi_rx };
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -106,6 +108,50 @@ static void setup_netns(struct h_env *e)
 		    sh("ip -n %s addr add %s/%d dev odv%d%c%s", e->host[i].ns, e->host[i].addr,
 		       e->ipv6 ? 64 : 24, id, 'a' + i, e->ipv6 ? " nodad" : ""))
 			die("cannot configure host %d", i);
+}
+
+void h_extra_addr(struct h_env *e, int i, char *addr, size_t len)
+{
+	unsigned sub = (unsigned)getpid() % 250 + 1;
+
+	if (!e->netns) {
+		snprintf(addr, len, "127.0.0.%d", 3 + i);
+		return;
+	}
+	if (e->ipv6)
+		snprintf(addr, len, "fd00:201:%x::%d", sub, 3 + i);
+	else
+		snprintf(addr, len, "10.201.%u.%d", sub, 3 + i);
+	if (sh("ip -n %s addr add %s/%d dev %s%s", e->host[i].ns, addr, e->ipv6 ? 64 : 24,
+	       e->host[i].dev, e->ipv6 ? " nodad" : ""))
+		die("cannot add %s to host %d", addr, i);
+}
+
+int h_socket_in(struct h_env *e, int i, int domain, int type)
+{
+	char path[96];
+	int self, ns, fd, err;
+
+	if (!e->netns)
+		return (fd = socket(domain, type, 0)) < 0 ? -errno : fd;
+	snprintf(path, sizeof(path), "/var/run/netns/%s", e->host[i].ns);
+	if ((self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(ns, CLONE_NEWNET)) {
+		err = -errno;
+		if (ns >= 0)
+			close(ns);
+		close(self);
+		return err;
+	}
+	/* a socket keeps the namespace it was made in */
+	fd = socket(domain, type, 0);
+	err = fd < 0 ? -errno : 0;
+	if (setns(self, CLONE_NEWNET))
+		die("cannot return to the test's network namespace: %s", strerror(errno));
+	close(ns);
+	close(self);
+	return fd < 0 ? err : fd;
 }
 
 /* $ODPEMU_TEST_DROP_PCT=N (1..50): each host drops N % of its RoCEv2 output at random

@@ -135,6 +135,13 @@ int h_side_connect(struct h_side *s, uint32_t peer_qpn, const union odpemu_gid *
 		   const struct h_qp_opts *o);
 /* Poll cq until n completions are in wc or timeout_ms passes; returns how many came. */
 int h_poll(struct odpemu_cq *cq, struct odpemu_wc *wc, int n, int timeout_ms);
+/* Another address on host i, where no daemon listens (for a test that plays a peer on
+ * the wire): added to its veth end in the namespaces, 127.0.0.3 (host 0) / 127.0.0.4
+ * without them. Written into addr; exits the test if it cannot be added. */
+void h_extra_addr(struct h_env *e, int i, char *addr, size_t len);
+/* A socket(domain, type, 0) in host i's network namespace (the caller's without
+ * namespaces); -errno on failure. The caller stays in its own namespace. */
+int h_socket_in(struct h_env *e, int i, int domain, int type);
 /* One device counter by name (device scope), or UINT64_MAX if missing. */
 unsigned long long h_counter(struct odpemu_context *ctx, enum odpemu_counter_scope scope,
 			     uint32_t id, const char *name);
