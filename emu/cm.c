@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* cm — the daemon's connection manager (see cm.h). */
+/* cm — the wire side of the connection manager (see cm.h): MADs in, stateless answers,
+ * MADs out. */
 #include "cm.h"
 
-#include <stdbool.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-
-#include "log.h"
 
 /* Attribute slots of the counters, from the codec's one table. */
 static const uint16_t attr_ids[EMU_CM_NATTR] = {
@@ -34,12 +34,39 @@ const char *emu_cm_attr_name(unsigned i)
 	return i < EMU_CM_NATTR ? attr_names[i] : NULL;
 }
 
-void emu_cm_init(struct emu_cm *cm, struct nic *nic, uint32_t seed)
+const char *emu_cm_state_str(enum emu_cm_state s)
 {
-	*cm = (struct emu_cm){ .nic = nic, .next_comm_id = seed ? seed : 1 };
+	static const char *const names[] = {
+#define EMU_CM_STATE_NAME_(n) #n,
+		EMU_CM_STATES(EMU_CM_STATE_NAME_)
+#undef EMU_CM_STATE_NAME_
+	};
+
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-static uint32_t new_comm_id(struct emu_cm *cm)
+void emu_cm_init(struct emu_cm *cm, struct nic *nic, const struct nic_gid *gid, uint32_t seed)
+{
+	*cm = (struct emu_cm){ .nic = nic, .gid = *gid, .next_comm_id = seed ? seed : 1 };
+}
+
+void emu_cm_free(struct emu_cm *cm)
+{
+	while (cm->conns) {
+		struct emu_cm_conn *c = cm->conns;
+
+		cm->conns = c->next;
+		free(c);
+	}
+	while (cm->listeners) {
+		struct emu_cm_listener *l = cm->listeners;
+
+		cm->listeners = l->next;
+		free(l);
+	}
+}
+
+uint32_t emu_cm_new_comm_id(struct emu_cm *cm)
 {
 	uint32_t id = cm->next_comm_id++;
 
@@ -48,76 +75,107 @@ static uint32_t new_comm_id(struct emu_cm *cm)
 	return id;
 }
 
-/* Answer to (or start an exchange with) the CM at dst, QP1. */
-static void send_msg(struct emu_cm *cm, const struct nic_gid *dst, const struct cm_msg *m)
+int emu_cm_send(struct emu_cm *cm, const struct nic_gid *dst, const struct cm_msg *m,
+		uint8_t keep[CM_MAD_LEN])
 {
 	uint8_t mad[CM_MAD_LEN];
+	int rc = cm_mad_build(m, mad);
 
-	if (cm_mad_build(m, mad) || nic_gsi_send(cm->nic, dst, mad)) {
+	if (!rc)
+		rc = nic_gsi_send(cm->nic, dst, mad);
+	if (rc) {
 		cm->ctr.tx_errors++;
-		return;
+		return rc;
 	}
 	cm->ctr.tx[slot_of((uint16_t)m->attr)]++;
+	if (keep)
+		memcpy(keep, mad, CM_MAD_LEN);
+	return 0;
 }
 
-/* An answer's header: a Send with the Transaction ID of the message it answers. */
-static struct cm_msg answer_to(const struct cm_msg *in, enum cm_attr attr)
+void emu_cm_resend(struct emu_cm *cm, const struct nic_gid *dst, const uint8_t mad[CM_MAD_LEN])
 {
-	struct cm_msg out = { .attr = attr };
+	if (nic_gsi_send(cm->nic, dst, mad))
+		cm->ctr.tx_errors++;
+	else
+		cm->ctr.retransmits++;
+}
 
-	out.hdr = (struct cm_mad_hdr){ .method = CM_METHOD_SEND, .tid = in->hdr.tid };
-	return out;
+/* A Send with the Transaction ID of its exchange (an answer keeps the request's). */
+struct cm_msg emu_cm_msg(enum cm_attr attr, uint64_t tid)
+{
+	struct cm_msg m = { .attr = attr };
+
+	m.hdr = (struct cm_mad_hdr){ .method = CM_METHOD_SEND, .tid = tid };
+	return m;
 }
 
 /* IBA 12.6.7: REJ swaps the IDs of the message it rejects (ours local, theirs remote). */
-static void reject(struct emu_cm *cm, const struct nic_gid *to, const struct cm_msg *in,
-		   uint32_t ours, uint32_t theirs, enum cm_msg_response what, uint16_t reason)
+void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, uint32_t ours,
+		   uint32_t theirs, enum cm_msg_response what, uint16_t reason,
+		   const struct ipc_cm_private *priv)
 {
-	struct cm_msg m = answer_to(in, CM_ATTR_REJ);
+	struct cm_msg m = emu_cm_msg(CM_ATTR_REJ, tid);
 
 	m.u.rej.local_comm_id = ours;
 	m.u.rej.remote_comm_id = theirs;
 	m.u.rej.message_rejected = (uint8_t)what;
 	m.u.rej.reason = reason;
-	send_msg(cm, to, &m);
+	if (priv && priv->len)
+		memcpy(m.u.rej.private_data, priv->data,
+		       priv->len < CM_REJ_PRIVATE_LEN ? priv->len : CM_REJ_PRIVATE_LEN);
+	emu_cm_send(cm, to, &m, NULL);
 }
 
-/* No listener yet for any service (listeners come with the CM's control requests): the
- * REQ is refused as Linux refuses one for a service ID nobody listens on. */
-static void on_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
+/* ---- answers to what matches no exchange (Linux ib_cm's) ---- */
+
+static void stateless_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
 {
-	reject(cm, from, in, new_comm_id(cm), in->u.req.local_comm_id, CM_MSG_RESPONSE_REQ,
-	       CM_REJ_INVALID_SERVICE_ID);
+	emu_cm_reject(cm, from, in->hdr.tid, emu_cm_new_comm_id(cm), in->u.req.local_comm_id,
+		      CM_MSG_RESPONSE_REQ, CM_REJ_INVALID_SERVICE_ID, NULL);
 }
 
-/* A REP names our communication ID as its remote one: we hold none yet. */
-static void on_rep(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
+static void stateless_rep(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
 {
-	reject(cm, from, in, in->u.rep.remote_comm_id, in->u.rep.local_comm_id,
-	       CM_MSG_RESPONSE_REP, CM_REJ_INVALID_COMM_ID);
+	emu_cm_reject(cm, from, in->hdr.tid, in->u.rep.remote_comm_id, in->u.rep.local_comm_id,
+		      CM_MSG_RESPONSE_REP, CM_REJ_INVALID_COMM_ID, NULL);
 }
 
 /* IBA 12.9.7: a DREQ for a connection not (or no longer) here still gets its DREP. */
-static void on_dreq(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
+static void stateless_dreq(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
 {
-	struct cm_msg m = answer_to(in, CM_ATTR_DREP);
+	struct cm_msg m = emu_cm_msg(CM_ATTR_DREP, in->hdr.tid);
 
 	m.u.drep.local_comm_id = in->u.dreq.remote_comm_id;
 	m.u.drep.remote_comm_id = in->u.dreq.local_comm_id;
-	send_msg(cm, from, &m);
+	emu_cm_send(cm, from, &m, NULL);
 }
 
-static void on_sidr_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
+static void stateless_sidr_req(struct emu_cm *cm, const struct nic_gid *from,
+			       const struct cm_msg *in)
 {
-	struct cm_msg m = answer_to(in, CM_ATTR_SIDR_REP);
+	struct cm_msg m = emu_cm_msg(CM_ATTR_SIDR_REP, in->hdr.tid);
 
 	m.u.sidr_rep.request_id = in->u.sidr_req.request_id;
 	m.u.sidr_rep.service_id = in->u.sidr_req.service_id;
 	m.u.sidr_rep.status = EMU_CM_SIDR_UNSUPPORTED;
-	send_msg(cm, from, &m);
+	emu_cm_send(cm, from, &m, NULL);
 }
 
-void emu_cm_rx(struct emu_cm *cm, const struct nic_gsi_dgram *d)
+static void stateless(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
+{
+	switch (in->attr) {
+	case CM_ATTR_REQ: return stateless_req(cm, from, in);
+	case CM_ATTR_REP: return stateless_rep(cm, from, in);
+	case CM_ATTR_DREQ: return stateless_dreq(cm, from, in);
+	case CM_ATTR_SIDR_REQ: return stateless_sidr_req(cm, from, in);
+	default:
+		cm->ctr.unmatched++;	/* RTU, MRA, REJ, DREP, SIDR_REP of no exchange here */
+		return;
+	}
+}
+
+void emu_cm_rx(struct emu_cm *cm, const struct nic_gsi_dgram *d, uint64_t now)
 {
 	struct cm_msg in;
 
@@ -130,13 +188,6 @@ void emu_cm_rx(struct emu_cm *cm, const struct nic_gsi_dgram *d)
 		return;
 	}
 	cm->ctr.rx[slot_of((uint16_t)in.attr)]++;
-	switch (in.attr) {
-	case CM_ATTR_REQ: return on_req(cm, &d->src, &in);
-	case CM_ATTR_REP: return on_rep(cm, &d->src, &in);
-	case CM_ATTR_DREQ: return on_dreq(cm, &d->src, &in);
-	case CM_ATTR_SIDR_REQ: return on_sidr_req(cm, &d->src, &in);
-	default:
-		cm->ctr.unmatched++;	/* RTU, MRA, REJ, DREP, SIDR_REP of no exchange here */
-		return;
-	}
+	if (!emu_cm_conn_rx(cm, &d->src, &in, now))
+		stateless(cm, &d->src, &in);
 }

@@ -82,7 +82,13 @@ static void put_cm(struct ctr_list *l, const struct emu_cm *cm)
 	put(l, "cm_rx_malformed", cm->ctr.rx_malformed);
 	put(l, "cm_rx_bad_src_qp", cm->ctr.rx_bad_src_qp);
 	put(l, "cm_unmatched", cm->ctr.unmatched);
+	put(l, "cm_duplicates", cm->ctr.duplicates);
 	put(l, "cm_tx_errors", cm->ctr.tx_errors);
+	put(l, "cm_retransmits", cm->ctr.retransmits);
+	put(l, "cm_give_ups", cm->ctr.give_ups);
+	put(l, "cm_events_sent", cm->ctr.events_sent);
+	put(l, "cm_events_dropped", cm->ctr.events_dropped);
+	put(l, "cm_established", cm->ctr.established);
 }
 
 /* The fault thread's own account: requests resolved, and the time spent resolving them and

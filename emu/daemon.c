@@ -146,7 +146,7 @@ static int create_nic(struct emu_daemon *d)
 		emu_log(EMU_LOG_ERR, "cannot create the NIC: %s", strerror(-rc));
 		return rc;
 	}
-	emu_cm_init(&d->cm, d->nic, comm_id_seed());
+	emu_cm_init(&d->cm, d->nic, &d->gid, comm_id_seed());
 	return 0;
 }
 
@@ -368,6 +368,8 @@ static bool work_round(struct emu_daemon *d)
 	}
 	if (nic_next_deadline(d->nic) <= now)
 		nic_tick(d->nic, now);
+	if (emu_cm_next_deadline(&d->cm) <= now)
+		emu_cm_tick(&d->cm, now);
 	emu_evict_tick(d, now);
 	emu_rings_service_cqs(d);
 	emu_udp_flush(d->udp);
@@ -377,10 +379,12 @@ static bool work_round(struct emu_daemon *d)
 static uint64_t next_deadline(struct emu_daemon *d)
 {
 	uint64_t t = nic_next_deadline(d->nic), f = emu_answers_next_due(d);
-	uint64_t e = emu_evict_next(d);
+	uint64_t e = emu_evict_next(d), c = emu_cm_next_deadline(&d->cm);
 
 	if (f < t)
 		t = f;
+	if (c < t)
+		t = c;
 	return e < t ? e : t;
 }
 
@@ -474,6 +478,7 @@ void emu_daemon_stop(struct emu_daemon *d)
 	}
 	if (d->watch)
 		emu_netdev_watch_close(d->watch);
+	emu_cm_free(&d->cm);	/* the orphans' DREQs went with the flush above */
 	if (d->nic && nic_destroy(d->nic))
 		emu_log(EMU_LOG_WARN, "NIC objects left at exit");
 	if (d->listen_fd >= 0)

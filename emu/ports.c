@@ -188,7 +188,7 @@ static void port_gsi_rx(void *ctx, const struct nic_gsi_dgram *dg)
 {
 	struct emu_daemon *d = ctx;
 
-	emu_cm_rx(&d->cm, dg);
+	emu_cm_rx(&d->cm, dg, emu_now_ns());
 }
 
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)

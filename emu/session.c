@@ -230,12 +230,14 @@ void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint3
 	s->d->ctr.events_sent++;
 }
 
-/* Destroy every object: QPs first (they hold CQs, SRQs, PDs), then SRQs, CQs, MRs,
- * channels, PDs. */
+/* Destroy every object: CM connections and listeners first (they hold CM channels; a
+ * connection that is up sends its DREQ), then QPs (they hold CQs, SRQs, PDs), SRQs, CQs,
+ * MRs, channels, PDs. */
 static void destroy_all(struct emu_session *s)
 {
-	static const enum emu_obj_type order[] = { EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ,
-		EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_PD };
+	static const enum emu_obj_type order[] = { EMU_OBJ_CM_CONN, EMU_OBJ_CM_LISTEN,
+		EMU_OBJ_CM_CHANNEL, EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ, EMU_OBJ_MR,
+		EMU_OBJ_CHANNEL, EMU_OBJ_PD };
 
 	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++)
 		for (struct emu_obj *o = s->of_type[order[k]].first, *next; o; o = next) {

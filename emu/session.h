@@ -30,6 +30,8 @@
 #include "loop.h"
 #include "rings.h"
 
+struct emu_cm_conn;
+struct emu_cm_listener;
 struct emu_daemon;
 struct nic_cq;
 struct nic_mr;
@@ -39,8 +41,8 @@ struct nic_srq;
 struct emu_session;
 
 enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
-	EMU_OBJ_QP };
-#define EMU_OBJ_TYPES (EMU_OBJ_QP + 1)	/* index bound of a per-type array (0 unused) */
+	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN };
+#define EMU_OBJ_TYPES (EMU_OBJ_CM_CONN + 1)	/* index bound of a per-type array (0 unused) */
 
 /* One object of a session: the nic/ object it stands for, the objects it names (their
  * refs count it), its rings. */
@@ -64,6 +66,9 @@ struct emu_obj {
 		struct {
 			int wr_fd;	/* pipe write end */
 		} ch;
+		int cm_fd;			/* CM channel: the events socket (cm_ctl.c) */
+		struct emu_cm_listener *cm_listen;
+		struct emu_cm_conn *cm_conn;
 		struct {
 			struct nic_cq *cq;
 			struct emu_obj *channel;

@@ -519,6 +519,11 @@ int emu_obj_destroy(struct emu_obj *o)
 	case EMU_OBJ_QP:
 		rc = emu_qp_srq_destroy(o);
 		break;
+	case EMU_OBJ_CM_CHANNEL:
+	case EMU_OBJ_CM_LISTEN:
+	case EMU_OBJ_CM_CONN:
+		emu_cm_obj_destroy(o);
+		break;
 	}
 	if (rc)
 		return rc;
@@ -547,5 +552,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_GET_INJECT] = op_get_inject,
 	};
 
-	return op < IPC_OP_MAX ? table[op] : NULL;
+	if (op >= IPC_OP_MAX)
+		return NULL;
+	return table[op] ? table[op] : emu_cm_op(op);
 }

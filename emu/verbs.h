@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * verbs — the handlers of the control ops (verbs.c: HELLO, queries, PD, MR, advise,
- * channels, CQs, injection; verbs_qp.c: SRQs and QPs; counters.h: COUNTERS). Each checks
+ * channels, CQs, injection; verbs_qp.c: SRQs and QPs; counters.h: COUNTERS; cm_ctl.c: the
+ * connection manager's). Each checks
  * its body (exact size, handles of this session, values) and replies exactly once; the
  * return value is 0 or the error it replied.
  *
@@ -33,5 +34,10 @@ int emu_op_create_qp(struct emu_req *r);
 int emu_op_modify_qp(struct emu_req *r);
 int emu_op_query_qp(struct emu_req *r);
 int emu_op_destroy_qp(struct emu_req *r);
+
+/* cm_ctl.c: the CM_* ops (NULL for any other op), and emu_obj_destroy's part for the CM
+ * objects (a connection that is up is disconnected, one being set up rejected). */
+emu_op_fn emu_cm_op(unsigned op);
+void emu_cm_obj_destroy(struct emu_obj *o);
 
 #endif

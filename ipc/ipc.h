@@ -59,7 +59,9 @@
 	X(REG_MR, 6) X(DEREG_MR, 7) X(ADVISE_MR, 8) X(CREATE_CHANNEL, 9) \
 	X(DESTROY_CHANNEL, 10) X(CREATE_CQ, 11) X(DESTROY_CQ, 12) X(CREATE_SRQ, 13) \
 	X(MODIFY_SRQ, 14) X(DESTROY_SRQ, 15) X(CREATE_QP, 16) X(MODIFY_QP, 17) \
-	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21) X(GET_INJECT, 22)
+	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21) X(GET_INJECT, 22) \
+	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
+	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -333,6 +335,111 @@ struct ipc_inject_req {
 	char key[32];			/* "fault-delay-us", "fault-fail-rate", "evict-rate",
 					 * "fault-policy" */
 	char value[64];
+};
+
+/* ---- the connection manager (emu/cm*.c; docs/rdmacm.md) ----
+ * Every request names its object in hdr.handle where it acts on one; the requests that
+ * make one (CM_CHANNEL, CM_LISTEN, CM_CONNECT) reply with struct ipc_handle_rep.
+ * CM_CHANNEL: fd[0] = the daemon's end of a SOCK_SEQPACKET socket on which it sends one
+ *   struct ipc_cm_event per event, for the listeners and connections made on it.
+ *   CM_DESTROY of it closes the daemon's end.
+ * CM_LISTEN (struct ipc_cm_listen_req): REQs for (port space, port, address or any) become
+ *   CONNECT_REQUEST events. -EADDRINUSE if that service
+ *   is already listened on (here, by any process).
+ * CM_CONNECT (struct ipc_cm_connect_req): the daemon sends a REQ to dst's QP1; the
+ *   connection's events follow: CONNECT_RESPONSE (the REP: the peer's
+ *   QP in ipc_cm_event.peer), REJECTED (status: the IB reject reason), UNREACHABLE
+ *   (-ETIMEDOUT: no answer after the retries).
+ * CM_ACCEPT (hdr.handle: a connection from a CONNECT_REQUEST; struct ipc_cm_accept_req):
+ *   the REP; ESTABLISHED follows the peer's RTU.
+ * CM_REJECT (hdr.handle: such a connection; struct ipc_cm_private): REJ, reason
+ *   CONSUMER_DEFINED, with the private data.
+ * CM_ESTABLISH (hdr.handle: a connection after CONNECT_RESPONSE; struct ipc_cm_private):
+ *   the RTU. The connection is established on both sides.
+ * CM_DISCONNECT (hdr.handle; struct ipc_cm_private): DREQ, or DREP when the peer's DREQ
+ *   came first. DISCONNECTED on the DREP (or when the DREQ is given up), TIMEWAIT_EXIT after
+ *   time-wait.
+ * CM_DESTROY (hdr.handle: a channel, listener or connection): gone; a connection still
+ *   up is disconnected (DREQ), one still being set up is rejected (REJ), as when the
+ *   session ends.
+ */
+#define IPC_CM_PRIVATE_MAX 224		/* the RTU's and DREP's private data, the largest */
+/* Event types: rdma_cm's numbering (enum rdma_cm_event_type), those the daemon sends. */
+#define IPC_CM_EVENTS(X) \
+	X(CONNECT_REQUEST, 4) X(CONNECT_RESPONSE, 5) X(CONNECT_ERROR, 6) X(UNREACHABLE, 7) \
+	X(REJECTED, 8) X(ESTABLISHED, 9) X(DISCONNECTED, 10) X(TIMEWAIT_EXIT, 15)
+enum ipc_cm_event_type {
+#define IPC_CM_EV_ENUM_(n, v) IPC_CM_EV_##n = v,
+	IPC_CM_EVENTS(IPC_CM_EV_ENUM_)
+#undef IPC_CM_EV_ENUM_
+};
+/* An IP endpoint as a GID (IPv4-mapped for IPv4) and a port. */
+struct ipc_cm_addr {
+	uint8_t gid[16];
+	uint16_t port;
+	uint8_t pad[6];
+};
+/* A QP as the CM messages describe it (REQ, REP). */
+struct ipc_cm_qp {
+	uint32_t qpn;			/* 24 bits */
+	uint32_t psn;			/* starting PSN, 24 bits */
+	uint32_t qkey;			/* UD only */
+	uint8_t qp_type;		/* enum odpemu_qp_type: RC (UD comes with SIDR) */
+	uint8_t responder_resources;	/* max_dest_rd_atomic offered */
+	uint8_t initiator_depth;	/* max_rd_atomic asked */
+	uint8_t retry_count;		/* 3 bits */
+	uint8_t rnr_retry_count;	/* 3 bits */
+	uint8_t srq;			/* the receive side is an SRQ */
+	uint8_t flow_control;		/* end-to-end flow control */
+	uint8_t mtu;			/* enum odpemu_mtu */
+};
+struct ipc_cm_private {
+	uint16_t len;			/* at most the message's size (cm_mad.h) */
+	uint8_t pad[6];
+	uint8_t data[IPC_CM_PRIVATE_MAX];
+};
+struct ipc_cm_listen_req {
+	uint32_t channel;
+	uint16_t ps;			/* port space: 0x0106 TCP, 0x0111 UDP, 0x013F IB */
+	uint16_t backlog;		/* connections waiting for accept (0: 128) */
+	uint64_t user;			/* echoed in its CONNECT_REQUEST events */
+	struct ipc_cm_addr addr;	/* all-zero GID: any address of this device */
+};
+/* CM_LISTEN's reply: the listener, and its port (port 0 asked for one: the first free
+ * from IPC_CM_EPHEMERAL_FIRST). */
+#define IPC_CM_EPHEMERAL_FIRST 49152
+struct ipc_cm_listen_rep {
+	uint32_t handle;
+	uint16_t port;
+	uint16_t pad;
+};
+struct ipc_cm_connect_req {
+	uint32_t channel;
+	uint16_t ps;
+	uint16_t pad;
+	uint64_t user;			/* echoed in the connection's events */
+	struct ipc_cm_addr src, dst;	/* src: this device's address, the source port */
+	struct ipc_cm_qp qp;		/* ours */
+	struct ipc_cm_private priv;	/* after rdma_cm's IP header: at most 56 bytes */
+};
+struct ipc_cm_accept_req {
+	uint32_t channel;		/* where this connection's events go from now on */
+	uint32_t pad;
+	uint64_t user;
+	struct ipc_cm_qp qp;
+	struct ipc_cm_private priv;	/* at most 196 bytes (the REP's) */
+};
+struct ipc_cm_event {
+	uint32_t type;			/* enum ipc_cm_event_type */
+	int32_t status;			/* REJECTED: the IB reject reason; else 0 or -errno */
+	uint32_t conn;			/* the connection (a new one for CONNECT_REQUEST) */
+	uint32_t listener;		/* CONNECT_REQUEST: whose */
+	uint64_t user;			/* the connection's (CONNECT_REQUEST: the listener's) */
+	struct ipc_cm_addr src, dst;	/* CONNECT_REQUEST: the peer's and ours, from rdma_cm's
+					 * IP header (ports included) */
+	struct ipc_cm_qp peer;		/* CONNECT_REQUEST, CONNECT_RESPONSE: the peer's QP */
+	struct ipc_cm_private priv;	/* the message's private data (CONNECT_REQUEST: after
+					 * the IP header) */
 };
 
 /* ---- async events ---- */

@@ -2,6 +2,7 @@
 /* harness — see harness.h. */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -125,6 +126,15 @@ void h_extra_addr(struct h_env *e, int i, char *addr, size_t len)
 	if (sh("ip -n %s addr add %s/%d dev %s%s", e->host[i].ns, addr, e->ipv6 ? 64 : 24,
 	       e->host[i].dev, e->ipv6 ? " nodad" : ""))
 		die("cannot add %s to host %d", addr, i);
+}
+
+int h_gid_of(const char *addr, union odpemu_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (strchr(addr, ':'))
+		return inet_pton(AF_INET6, addr, gid->raw) == 1 ? 0 : -1;
+	gid->raw[10] = gid->raw[11] = 0xff;
+	return inet_pton(AF_INET, addr, gid->raw + 12) == 1 ? 0 : -1;
 }
 
 int h_socket_in(struct h_env *e, int i, int domain, int type)

@@ -139,6 +139,8 @@ int h_poll(struct odpemu_cq *cq, struct odpemu_wc *wc, int n, int timeout_ms);
  * the wire): added to its veth end in the namespaces, 127.0.0.3 (host 0) / 127.0.0.4
  * without them. Written into addr; exits the test if it cannot be added. */
 void h_extra_addr(struct h_env *e, int i, char *addr, size_t len);
+/* The GID of an IP address ("10.0.0.1": IPv4-mapped; "fd00::1"). 0 or -1. */
+int h_gid_of(const char *addr, union odpemu_gid *gid);
 /* A socket(domain, type, 0) in host i's network namespace (the caller's without
  * namespaces); -errno on failure. The caller stays in its own namespace. */
 int h_socket_in(struct h_env *e, int i, int domain, int type);

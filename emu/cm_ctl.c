@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cm_ctl — the connection manager's control requests (ipc.h CM_*) and its three session
+ * object types: channel, listener, connection. Events go out here too, one SEQPACKET
+ * record each on the channel socket the client gave us.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm.h"
+#include "ctl.h"
+#include "daemon.h"
+#include "log.h"
+#include "loop.h"
+#include "session.h"
+#include "verbs.h"
+
+static struct emu_cm *cm_of(struct emu_req *r)
+{
+	return &r->s->d->cm;
+}
+
+static int ok(struct emu_req *r, const void *body, size_t len)
+{
+	return emu_ctl_reply(r->s, r->hdr, 0, body, len, NULL, 0);
+}
+
+static int ok_handle(struct emu_req *r, uint32_t handle)
+{
+	struct ipc_handle_rep rep = { .handle = handle };
+
+	return ok(r, &rep, sizeof(rep));
+}
+
+static void set_channel(struct emu_obj **slot, struct emu_obj *ch)
+{
+	if (*slot)
+		(*slot)->refs--;
+	*slot = ch;
+	if (ch)
+		ch->refs++;
+}
+
+/* ---- events ---- */
+
+void emu_cm_event(struct emu_cm *cm, struct emu_cm_conn *c, struct ipc_cm_event *ev)
+{
+	struct emu_obj *ch = c->channel;
+
+	if (!c->obj || !ch)
+		return;
+	ev->conn = c->obj->handle;
+	ev->user = c->user;
+	if (ev->type == IPC_CM_EV_CONNECT_REQUEST && c->listener) {
+		ev->listener = c->listener->obj ? c->listener->obj->handle : 0;
+		ev->user = c->listener->user;
+	}
+	if (send(ch->u.cm_fd, ev, sizeof(*ev), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(*ev)) {
+		cm->ctr.events_dropped++;
+		return;
+	}
+	cm->ctr.events_sent++;
+}
+
+struct emu_obj *emu_cm_conn_obj_new(struct emu_cm_listener *l, struct emu_cm_conn *c)
+{
+	struct emu_obj *o = l->obj ? emu_obj_new(l->obj->s, EMU_OBJ_CM_CONN) : NULL;
+
+	if (!o)
+		return NULL;
+	o->u.cm_conn = c;
+	c->obj = o;
+	set_channel(&c->channel, l->channel);
+	return o;
+}
+
+/* ---- objects ---- */
+
+void emu_cm_obj_destroy(struct emu_obj *o)
+{
+	struct emu_cm *cm = &o->s->d->cm;
+
+	switch (o->type) {
+	case EMU_OBJ_CM_CHANNEL:
+		close(o->u.cm_fd);
+		break;
+	case EMU_OBJ_CM_LISTEN:
+		set_channel(&o->u.cm_listen->channel, NULL);
+		o->u.cm_listen->obj = NULL;
+		emu_cm_listener_release(cm, o->u.cm_listen);
+		break;
+	case EMU_OBJ_CM_CONN:
+		set_channel(&o->u.cm_conn->channel, NULL);
+		emu_cm_conn_release(cm, o->u.cm_conn, emu_now_ns());
+		break;
+	default:
+		break;
+	}
+}
+
+static bool is_seqpacket(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_SEQPACKET;
+}
+
+static int op_cm_channel(struct emu_req *r)
+{
+	struct emu_obj *o;
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "CM_CHANNEL has no body");
+	if (r->nfds != 1 || !is_seqpacket(r->fds[0]))
+		return emu_reply_err(r, -EINVAL, "CM_CHANNEL wants one SOCK_SEQPACKET socket");
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_CM_CHANNEL)))
+		return emu_reply_err(r, -ENOMEM, "too many objects");
+	o->u.cm_fd = r->fds[0];
+	r->fds[0] = -1;
+	return ok_handle(r, o->handle);
+}
+
+static struct emu_obj *channel_of(struct emu_req *r, uint32_t handle)
+{
+	return emu_obj_get(r->s, handle, EMU_OBJ_CM_CHANNEL);
+}
+
+static bool gid_zero(const uint8_t *g)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(g, zero, 16);
+}
+
+/* Two listeners clash on one service when either takes any address or both take the same. */
+static bool clashes(struct emu_cm *cm, uint64_t sid, const struct nic_gid *addr)
+{
+	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
+		if (l->service_id == sid && (gid_zero(l->addr.raw) || gid_zero(addr->raw) ||
+					     !memcmp(&l->addr, addr, sizeof(*addr))))
+			return true;
+	return false;
+}
+
+/* Port 0: the first free port from IPC_CM_EPHEMERAL_FIRST, as the kernel's ephemeral range. */
+static int pick_port(struct emu_cm *cm, uint16_t ps, const struct nic_gid *addr)
+{
+	for (unsigned p = IPC_CM_EPHEMERAL_FIRST; p <= 65535; p++)
+		if (!clashes(cm, cm_service_id((enum cm_port_space)ps, (uint16_t)p), addr))
+			return (int)p;
+	return -EADDRINUSE;
+}
+
+static int op_cm_listen(struct emu_req *r)
+{
+	const struct ipc_cm_listen_req *q = r->body;
+	struct emu_cm *cm = cm_of(r);
+	struct ipc_cm_listen_rep rep = { 0 };
+	struct emu_cm_listener *l;
+	struct emu_obj *ch, *o;
+	struct nic_gid addr;
+	int port;
+
+	EMU_WANT_BODY(r, struct ipc_cm_listen_req);
+	if (!(ch = channel_of(r, q->channel)))
+		return emu_reply_err(r, -ENOENT, "cm_listen: no CM channel %u", q->channel);
+	memcpy(addr.raw, q->addr.gid, 16);
+	if (!gid_zero(addr.raw) && memcmp(&addr, &cm->gid, sizeof(addr)))
+		return emu_reply_err(r, -EADDRNOTAVAIL, "cm_listen: the address is not this "
+				     "device's");
+	if (!cm_service_id((enum cm_port_space)q->ps, 1))
+		return emu_reply_err(r, -EPROTONOSUPPORT, "cm_listen: port space %#x",
+				     (unsigned)q->ps);
+	port = q->addr.port ? q->addr.port : pick_port(cm, q->ps, &addr);
+	if (port < 0 || clashes(cm, cm_service_id((enum cm_port_space)q->ps, (uint16_t)port),
+				&addr))
+		return emu_reply_err(r, -EADDRINUSE, "cm_listen: port %u of %s is taken",
+				     (unsigned)q->addr.port,
+				     cm_port_space_str((enum cm_port_space)q->ps));
+	if (!(l = calloc(1, sizeof(*l))) || !(o = emu_obj_new(r->s, EMU_OBJ_CM_LISTEN))) {
+		free(l);
+		return emu_reply_err(r, -ENOMEM, "cm_listen: out of memory");
+	}
+	*l = (struct emu_cm_listener){ .obj = o, .user = q->user, .addr = addr,
+		.service_id = cm_service_id((enum cm_port_space)q->ps, (uint16_t)port),
+		.backlog = q->backlog ? q->backlog : EMU_CM_BACKLOG, .next = cm->listeners };
+	set_channel(&l->channel, ch);
+	cm->listeners = l;
+	o->u.cm_listen = l;
+	rep.handle = o->handle;
+	rep.port = (uint16_t)port;
+	return ok(r, &rep, sizeof(rep));
+}
+
+static int op_cm_connect(struct emu_req *r)
+{
+	const struct ipc_cm_connect_req *q = r->body;
+	struct emu_cm *cm = cm_of(r);
+	struct emu_cm_conn *c;
+	struct emu_obj *ch, *o;
+	int rc;
+
+	EMU_WANT_BODY(r, struct ipc_cm_connect_req);
+	if (!(ch = channel_of(r, q->channel)))
+		return emu_reply_err(r, -ENOENT, "cm_connect: no CM channel %u", q->channel);
+	if (memcmp(q->src.gid, cm->gid.raw, 16))
+		return emu_reply_err(r, -EADDRNOTAVAIL, "cm_connect: the source address is not "
+				     "this device's");
+	if (!(c = emu_cm_conn_new(cm)))
+		return emu_reply_err(r, -ENOMEM, "cm_connect: out of memory");
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_CM_CONN))) {
+		emu_cm_conn_release(cm, c, emu_now_ns());
+		return emu_reply_err(r, -ENOMEM, "too many objects");
+	}
+	o->u.cm_conn = c;
+	c->obj = o;
+	c->user = q->user;
+	set_channel(&c->channel, ch);
+	if ((rc = emu_cm_conn_connect(cm, c, q, emu_now_ns()))) {
+		emu_obj_destroy(o);
+		return emu_reply_err(r, rc, "cm_connect: %s", strerror(-rc));
+	}
+	return ok_handle(r, o->handle);
+}
+
+static struct emu_cm_conn *conn_of(struct emu_req *r)
+{
+	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_CM_CONN);
+
+	return o ? o->u.cm_conn : NULL;
+}
+
+static int done(struct emu_req *r, int rc, const char *what)
+{
+	if (rc)
+		return emu_reply_err(r, rc, "%s: %s", what, rc == -EINVAL ?
+				     "not in a state for it (or private data too long)" :
+				     strerror(-rc));
+	return ok(r, NULL, 0);
+}
+
+static int op_cm_accept(struct emu_req *r)
+{
+	const struct ipc_cm_accept_req *q = r->body;
+	struct emu_cm_conn *c = conn_of(r);
+	struct emu_obj *ch = NULL;
+
+	EMU_WANT_BODY(r, struct ipc_cm_accept_req);
+	if (!c)
+		return emu_reply_err(r, -ENOENT, "cm_accept: no connection %u", r->hdr->handle);
+	if (q->channel && !(ch = channel_of(r, q->channel)))
+		return emu_reply_err(r, -ENOENT, "cm_accept: no CM channel %u", q->channel);
+	if (ch)
+		set_channel(&c->channel, ch);
+	c->user = q->user;
+	return done(r, emu_cm_conn_accept(cm_of(r), c, q, emu_now_ns()), "cm_accept");
+}
+
+/* CM_REJECT, CM_ESTABLISH, CM_DISCONNECT: a connection and private data. */
+static int op_cm_private(struct emu_req *r)
+{
+	const struct ipc_cm_private *p = r->body;
+	struct emu_cm_conn *c = conn_of(r);
+	struct emu_cm *cm = cm_of(r);
+
+	EMU_WANT_BODY(r, struct ipc_cm_private);
+	if (!c)
+		return emu_reply_err(r, -ENOENT, "no CM connection %u", r->hdr->handle);
+	switch (r->hdr->op) {
+	case IPC_CM_REJECT: return done(r, emu_cm_conn_reject(cm, c, p), "cm_reject");
+	case IPC_CM_ESTABLISH: return done(r, emu_cm_conn_establish(cm, c, p), "cm_establish");
+	default:
+		return done(r, emu_cm_conn_disconnect(cm, c, p, emu_now_ns()), "cm_disconnect");
+	}
+}
+
+static int op_cm_destroy(struct emu_req *r)
+{
+	static const enum emu_obj_type types[] = { EMU_OBJ_CM_CONN, EMU_OBJ_CM_LISTEN,
+						   EMU_OBJ_CM_CHANNEL };
+	struct emu_obj *o = NULL;
+	int rc;
+
+	if (r->len)
+		return emu_reply_err(r, -EBADMSG, "CM_DESTROY has no body");
+	for (unsigned i = 0; !o && i < sizeof(types) / sizeof(types[0]); i++)
+		o = emu_obj_get(r->s, r->hdr->handle, types[i]);
+	if (!o)
+		return emu_reply_err(r, -ENOENT, "cm_destroy: no CM object %u", r->hdr->handle);
+	if ((rc = emu_obj_destroy(o)))
+		return emu_reply_err(r, rc, "cm_destroy: %s", rc == -EBUSY ?
+				     "listeners or connections still use this channel" :
+				     strerror(-rc));
+	return ok(r, NULL, 0);
+}
+
+emu_op_fn emu_cm_op(unsigned op)
+{
+	switch (op) {
+	case IPC_CM_CHANNEL: return op_cm_channel;
+	case IPC_CM_LISTEN: return op_cm_listen;
+	case IPC_CM_CONNECT: return op_cm_connect;
+	case IPC_CM_ACCEPT: return op_cm_accept;
+	case IPC_CM_REJECT:
+	case IPC_CM_ESTABLISH:
+	case IPC_CM_DISCONNECT: return op_cm_private;
+	case IPC_CM_DESTROY: return op_cm_destroy;
+	default: return NULL;
+	}
+}
