@@ -57,6 +57,14 @@ static bool device_is_ipv4(struct odpemu_context *odp)
 	return !odpemu_query_gid(odp, 1, 0, &gid) && !memcmp(gid.raw, v4_prefix, 12);
 }
 
+/* libibverbs.map ODPEMU_PRIVATE_1: for compat/rdmacm (the odpemu context behind a context
+ * of ours; NULL for any other). */
+CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs);
+CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs)
+{
+	return verbs ? cv_odp(verbs) : NULL;
+}
+
 CV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct cv_context *c;

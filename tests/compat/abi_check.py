@@ -1,24 +1,33 @@
 #!/usr/bin/env python3
-"""abi: odpemu's libibverbs.so.1 exports what the system's exports, at the same versions.
+"""abi: an odpemu drop-in library exports what the system's exports, at the same versions.
 
-usage: abi_check.py OURS [SYSTEM]     exit 0 pass, 1 fail, 77 skip (no system library)
+usage: abi_check.py OURS [SYSTEM] [--soname NAME] [--nodes PREFIX] [--private NODE]
+       exit 0 pass, 1 fail, 77 skip (no system library)
+
+The defaults check libibverbs.so.1 (compat/verbs): SYSTEM is /usr/lib/x86_64-linux-gnu/
+NAME, NAME libibverbs.so.1, PREFIX IBVERBS_. librdmacm.so.1 (compat/rdmacm) is checked
+with --soname librdmacm.so.1 --nodes RDMACM_.
 
 Every default-version symbol of the system library (`sym@@VERSION`: functions, data
 objects and the version-node objects) must be exported by ours at the same version, of the
-same kind (function or object; an object at least as large). Clients are linked BIND_NOW,
-so one missing symbol or version node stops them at load time (VERBS-ABI.md §0.1). The
-hidden `sym@VERSION` entries (the 2006 IBVERBS_1.0 ABI and ibv_register_driver@IBVERBS_1.1)
+same kind (function or object; an object at least as large), and each of the system's
+version nodes must inherit the same node in ours. Clients are linked BIND_NOW, so one
+missing symbol or version node stops them at load time (VERBS-ABI.md §0.1). The hidden
+`sym@VERSION` entries (libibverbs' 2006 IBVERBS_1.0 ABI and ibv_register_driver@IBVERBS_1.1)
 serve only binaries built before 2007: listed as a known omission, not a failure.
 
-Ours must also export nothing the system does not, and nothing outside the IBVERBS_*
-nodes: a program built against ours must run on the real library, and libodpemu's own
-symbols must not leak. The soname must be libibverbs.so.1.
+Ours must also export nothing the system does not, and nothing outside the PREFIX* nodes:
+a program built against ours must run on the real library, and libodpemu's own symbols
+must not leak. The one exception is --private NODE (libibverbs' ODPEMU_PRIVATE_1): odpemu's
+own interface between its two drop-in libraries, which only librdmacm.so.1 imports; its
+symbols are listed, not failed. The soname must be NAME.
 """
+import argparse
 import os
 import subprocess
 import sys
 
-SYSTEM = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1"
+SYSTEM_DIR = "/usr/lib/x86_64-linux-gnu"
 
 
 class Sym:
@@ -58,12 +67,36 @@ def exports(path):
     return [s for s in map(parse_line, out.stdout.splitlines()) if s]
 
 
+def dynamic_section(path):
+    return subprocess.run(["objdump", "-p", path], capture_output=True, text=True).stdout
+
+
 def soname(path):
-    out = subprocess.run(["objdump", "-p", path], capture_output=True, text=True).stdout
-    for line in out.splitlines():
+    for line in dynamic_section(path).splitlines():
         if line.split()[:1] == ["SONAME"]:
             return line.split()[1]
     return None
+
+
+def version_parents(path):
+    """objdump -p's "Version definitions" as {node: the node it inherits, or None}:
+    '3 0x00 0x06365ab1 IBVERBS_1.1' followed by '\tIBVERBS_1.0 '. The first entry
+    (flag 0x01) is the soname's base definition, not a node."""
+    parents, node, inside = {}, None, False
+    for line in dynamic_section(path).splitlines():
+        if line.startswith("Version definitions:"):
+            inside = True
+        elif inside and not line.strip():
+            break
+        elif inside and line.startswith("\t"):
+            if node and parents[node] is None:
+                parents[node] = line.split()[0]
+        elif inside:
+            fields = line.split()
+            node = fields[3] if len(fields) == 4 and fields[1] != "0x01" else None
+            if node:
+                parents[node] = None
+    return parents
 
 
 def check_defaults(sys_syms, ours):
@@ -83,39 +116,86 @@ def check_defaults(sys_syms, ours):
     return problems
 
 
-def check_extras(sys_syms, ours):
-    """What ours exports beyond the system library, or outside the IBVERBS_* nodes."""
+def check_parents(sys_path, ours_path):
+    """The system's version nodes that ours chains to another node (a node ours lacks is
+    already missing as its node object)."""
+    mine = version_parents(ours_path)
+    problems = []
+    for node, parent in version_parents(sys_path).items():
+        if node in mine and mine[node] != parent:
+            problems.append(f"mismatched  version node {node} inherits {parent or 'nothing'}: "
+                            f"ours {mine[node] or 'nothing'}")
+    return problems
+
+
+def check_extras(sys_syms, ours, prefix, private):
+    """What ours exports beyond the system library, or outside the PREFIX* nodes (the
+    private node aside)."""
     known = {(s.name, s.version) for s in sys_syms}
     problems = []
     for o in ours:
-        if not o.version.startswith("IBVERBS_"):
-            problems.append(f"outside the IBVERBS_* nodes: {o}")
+        if private and o.version == private and not o.hidden:
+            continue
+        if not o.version.startswith(prefix):
+            problems.append(f"outside the {prefix}* nodes: {o}")
         elif (o.name, o.version) not in known:
             problems.append(f"not exported by the system library: {o}")
     return problems
+
+
+def print_columns(names):
+    for i in range(0, len(names), 3):
+        print("    " + "".join(f"{a:<36}" for a in names[i:i + 3]).rstrip())
+
+
+def report_private(ours, private):
+    """odpemu's own node: printed, never a failure."""
+    if not private:
+        return
+    names = sorted(o.name for o in ours if o.version == private and not o.hidden
+                   and o.name != private)
+    if not names:
+        print(f"private node {private}: not exported")
+        return
+    print(f"private: {len(names)} symbols at {private}, odpemu's own interface between its "
+          "two drop-in libraries (not in the system library, not a failure):")
+    print_columns(names)
 
 
 def report_hidden(sys_syms, ours):
     """The 2006 ABI: printed, never a failure."""
     mine = {(o.name, o.version) for o in ours if o.hidden}
     hidden = [s for s in sys_syms if s.hidden]
+    if not hidden:
+        return
     absent = sorted(f"{s.name}@{s.version}" for s in hidden if (s.name, s.version) not in mine)
     if not absent:
         print(f"all {len(hidden)} hidden compatibility symbols are exported too")
         return
     print(f"known omission: {len(absent)} of the system's {len(hidden)} hidden compatibility "
           "symbols (the 2006 ABI, for binaries built before rdma-core 1.1) are not exported:")
-    for i in range(0, len(absent), 3):
-        print("    " + "".join(f"{a:<36}" for a in absent[i:i + 3]).rstrip())
+    print_columns(absent)
+
+
+def parse_args():
+    usage = __doc__.split("\n\n")[1]
+    parser = argparse.ArgumentParser(usage=usage.replace("usage: ", "", 1), add_help=False)
+    parser.add_argument("ours")
+    parser.add_argument("system", nargs="?")
+    parser.add_argument("--soname", default="libibverbs.so.1")
+    parser.add_argument("--nodes", default="IBVERBS_")
+    parser.add_argument("--private")
+    args = parser.parse_args()
+    args.system = args.system or os.path.join(SYSTEM_DIR, args.soname)
+    return args
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__.split("\n\n")[1])
-    ours_path = sys.argv[1]
-    sys_path = sys.argv[2] if len(sys.argv) == 3 else SYSTEM
+    args = parse_args()
+    ours_path, sys_path = args.ours, args.system
     if not os.path.exists(sys_path):
-        print(f"abi: SKIP: no system library {sys_path} (apt-get install libibverbs1)")
+        package = args.soname.replace(".so.", "")     # libibverbs.so.1 -> libibverbs1
+        print(f"abi: SKIP: no system library {sys_path} (apt-get install {package})")
         return 77
     if not os.path.exists(ours_path):
         print(f"abi: FAIL: {ours_path} does not exist (meson compile -C build)")
@@ -125,11 +205,13 @@ def main():
     print(f"system {sys_path}: {len(defaults)} default-version symbols "
           f"(version nodes included), {len(sys_syms) - len(defaults)} hidden")
     print(f"ours   {ours_path}: {len(ours)} symbols")
-    problems = check_defaults(sys_syms, ours) + check_extras(sys_syms, ours)
+    problems = (check_defaults(sys_syms, ours) + check_parents(sys_path, ours_path)
+                + check_extras(sys_syms, ours, args.nodes, args.private))
     name = soname(ours_path)
-    if name != "libibverbs.so.1":
-        problems.append(f"soname is {name}, want libibverbs.so.1")
+    if name != args.soname:
+        problems.append(f"soname is {name}, want {args.soname}")
     report_hidden(sys_syms, ours)
+    report_private(ours, args.private)
     for p in problems:
         print("FAIL: " + p)
     print(f"abi: {'FAIL' if problems else 'ok'}: {len(problems)} problems")

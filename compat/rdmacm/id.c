@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* id — rdma_cm IDs: create, destroy, bind, listen, options, migrate, ports; sync IDs (made
+ * without a channel) wait for their own events. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cma.h"
+
+pthread_mutex_t cma_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cma_id *ids;
+
+struct cma_id *cma_id(struct rdma_cm_id *id)
+{
+	return (struct cma_id *)id;
+}
+
+struct cma_id *cma_find_conn(int dev, uint32_t conn)
+{
+	struct cma_id *id;
+
+	pthread_mutex_lock(&cma_lock);
+	for (id = ids; id; id = id->next)
+		if (id->dev == dev && id->conn == conn)
+			break;
+	pthread_mutex_unlock(&cma_lock);
+	return id;
+}
+
+struct cma_id *cma_find_listener(int dev, uint32_t listener)
+{
+	struct cma_id *id;
+
+	pthread_mutex_lock(&cma_lock);
+	for (id = ids; id; id = id->next)
+		if (dev >= 0 && dev < CMA_MAX_DEVS && id->listen[dev] == listener)
+			break;
+	pthread_mutex_unlock(&cma_lock);
+	return id;
+}
+
+struct cma_id *cma_id_new(struct cma_channel *chan, bool sync, void *context,
+			  enum rdma_port_space ps, enum ibv_qp_type qp_type)
+{
+	struct cma_id *id = calloc(1, sizeof(*id));
+
+	if (!id)
+		return errno = ENOMEM, NULL;
+	if (!chan && !(chan = cma_chan(rdma_create_event_channel()))) {
+		free(id);
+		return NULL;
+	}
+	id->chan = chan;
+	id->sync = sync;
+	id->dev = -1;
+	id->id.channel = &chan->ch;
+	id->id.context = context;
+	id->id.ps = ps;
+	id->id.qp_type = qp_type;
+	id->ack_timeout = 14;	/* 67 ms, the QPs' local ACK timeout */
+	id->retry = 7;
+	id->rnr_retry = 7;
+	pthread_cond_init(&id->acked, NULL);
+	pthread_mutex_lock(&cma_lock);
+	id->next = ids;
+	ids = id;
+	pthread_mutex_unlock(&cma_lock);
+	return id;
+}
+
+void cma_id_set_dev(struct cma_id *id, int dev)
+{
+	struct cma_dev *d = cma_dev(dev);
+
+	id->dev = dev;
+	id->id.verbs = d->verbs;
+	id->id.pd = d->pd;
+	id->id.port_num = 1;
+	cma_gid_of_addr(&id->id.route.addr.src_addr, &id->id.route.addr.addr.ibaddr.sgid);
+	id->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
+}
+
+static enum ibv_qp_type qp_type_of(enum rdma_port_space ps)
+{
+	return ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+}
+
+CMA_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
+			      void *context, enum rdma_port_space ps)
+{
+	struct cma_id *n;
+
+	if (!id)
+		return errno = EINVAL, -1;
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB && ps != RDMA_PS_UDP)
+		return errno = EPROTONOSUPPORT, -1;
+	if (!(n = cma_id_new(channel ? cma_chan(channel) : NULL, !channel, context, ps,
+			     qp_type_of(ps))))
+		return -1;
+	*id = &n->id;
+	return 0;
+}
+
+static void unlink_id(struct cma_id *id)
+{
+	for (struct cma_id **p = &ids; *p; p = &(*p)->next)
+		if (*p == id) {
+			*p = id->next;
+			break;
+		}
+}
+
+/* The daemon's objects of this ID go (a connection still up is disconnected by it). */
+static void release_daemon(struct cma_id *id)
+{
+	for (int i = 0; i < CMA_MAX_DEVS; i++)
+		if (id->listen[i] && cma_dev(i))
+			odpemu_cm_destroy(odpemu_compat_context(cma_dev(i)->verbs), id->listen[i]);
+	if (id->conn && cma_dev(id->dev))
+		odpemu_cm_destroy(odpemu_compat_context(cma_dev(id->dev)->verbs), id->conn);
+}
+
+CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *cid)
+{
+	struct cma_id *id = cma_id(cid);
+
+	if (!cid)
+		return errno = EINVAL, -1;
+	pthread_mutex_lock(&cma_lock);
+	while (id->unacked)	/* as librdmacm: every event of the ID acked first */
+		pthread_cond_wait(&id->acked, &cma_lock);
+	unlink_id(id);
+	pthread_mutex_unlock(&cma_lock);
+	release_daemon(id);
+	if (id->sync)
+		rdma_destroy_event_channel(&id->chan->ch);
+	pthread_cond_destroy(&id->acked);
+	free(id);
+	return 0;
+}
+
+CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
+{
+	struct cma_id *id = cma_id(cid);
+	socklen_t len;
+	int dev;
+
+	if (!cid || !addr || !(len = cma_addr_len(addr)) || id->state != CMA_IDLE)
+		return errno = EINVAL, -1;
+	memcpy(&cid->route.addr.src_storage, addr, len);
+	id->state = CMA_BOUND;
+	if (addr->sa_family == AF_INET ?
+	    ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY) :
+	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr))
+		return cma_devices() < 0 ? -1 : 0;	/* any device: chosen later */
+	if ((dev = cma_dev_of_addr(addr)) < 0) {
+		id->state = CMA_IDLE;
+		return errno = EADDRNOTAVAIL, -1;	/* no odpemu device has this address */
+	}
+	cma_id_set_dev(id, dev);
+	return 0;
+}
+
+static int listen_on(struct cma_id *id, int dev, uint16_t *port, unsigned backlog)
+{
+	struct odpemu_cm_channel *och = cma_channel_for(id->chan, dev);
+	struct odpemu_cm_addr a = { .port = *port };
+	int rc;
+
+	if (!och)
+		return -1;
+	if (id->dev >= 0)
+		memcpy(a.gid.raw, id->id.route.addr.addr.ibaddr.sgid.raw, 16);
+	rc = odpemu_cm_listen(och, (enum odpemu_cm_ps)id->id.ps, &a, backlog,
+			      (uint64_t)(uintptr_t)id, &id->listen[dev], port);
+	return rc ? (errno = rc, -1) : 0;
+}
+
+CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
+{
+	struct cma_id *id = cma_id(cid);
+	struct sockaddr *src = &cid->route.addr.src_addr;
+	uint16_t port;
+	int n = cma_devices();
+
+	if (!cid || id->state != CMA_BOUND || n < 0)
+		return errno = EINVAL, -1;
+	port = cma_port_of(src);
+	for (int i = 0; i < n; i++) {
+		if (id->dev >= 0 && i != id->dev)
+			continue;
+		if (listen_on(id, i, &port, backlog > 0 ? (unsigned)backlog : 0)) {
+			int err = errno;
+
+			release_daemon(id);
+			memset(id->listen, 0, sizeof(id->listen));
+			return errno = err, -1;
+		}
+	}
+	cma_set_port(src, port);	/* the port the daemon picked, for rdma_get_src_port */
+	id->state = CMA_LISTEN;
+	return 0;
+}
+
+CMA_EXPORT int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval,
+			       size_t optlen)
+{
+	struct cma_id *id = cma_id(cid);
+
+	if (!cid || !optval)
+		return errno = EINVAL, -1;
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == sizeof(uint8_t))
+		id->tos = *(uint8_t *)optval;
+	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_REUSEADDR &&
+		 optlen == sizeof(int))
+		id->reuseaddr = *(int *)optval != 0;
+	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_AFONLY &&
+		 optlen == sizeof(int))
+		id->afonly = *(int *)optval != 0;
+	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT &&
+		 optlen == sizeof(uint8_t))
+		id->ack_timeout = *(uint8_t *)optval;
+	else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+		return 0;	/* RoCE: the route is ours to build; a path record changes nothing */
+	else
+		return errno = ENOSYS, -1;
+	return 0;
+}
+
+CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
+{
+	struct cma_id *id = cma_id(cid);
+	struct cma_channel *to = channel ? cma_chan(channel) :
+				 cma_chan(rdma_create_event_channel());
+
+	if (!cid || !to)
+		return -1;
+	pthread_mutex_lock(&cma_lock);
+	while (id->unacked)
+		pthread_cond_wait(&id->acked, &cma_lock);
+	if (id->sync && id->chan != to)
+		rdma_destroy_event_channel(&id->chan->ch);
+	id->chan = to;		/* the daemon's events for it are passed on (conn.c) */
+	id->sync = !channel;
+	cid->channel = &to->ch;
+	pthread_mutex_unlock(&cma_lock);
+	return 0;
+}
+
+CMA_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *cid)
+{
+	return cid ? htons(cma_port_of(&cid->route.addr.src_addr)) : 0;
+}
+
+CMA_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *cid)
+{
+	return cid ? htons(cma_port_of(&cid->route.addr.dst_addr)) : 0;
+}
+
+int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(&id->chan->ch, &ev))
+		return -1;
+	if (ev->event != want) {
+		int status = ev->status;
+
+		rdma_ack_cm_event(ev);
+		errno = status < 0 ? -status : ECONNREFUSED;
+		return -1;
+	}
+	id->id.event = ev;	/* librdmacm's sync IDs keep it for the caller to look at */
+	rdma_ack_cm_event(ev);
+	id->id.event = NULL;
+	return 0;
+}
+
+CMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+
+	if (!listen || !id)
+		return errno = EINVAL, -1;
+	if (rdma_get_cm_event(listen->channel, &ev))
+		return -1;
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rdma_ack_cm_event(ev);
+		return errno = EINVAL, -1;
+	}
+	*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+CMA_EXPORT int rdma_notify(struct rdma_cm_id *cid, enum ibv_event_type event)
+{
+	(void)cid;
+	(void)event;
+	return 0;	/* the daemon's CM learns of the first packet by the RTU alone */
+}
+
+/* Called with c->lock held (from rdma_get_cm_event): the events go straight on c's queue. */
+void cma_device_removed(struct cma_channel *c, int dev)
+{
+	pthread_mutex_lock(&cma_lock);
+	for (struct cma_id *id = ids; id; id = id->next) {
+		struct cma_event *e;
+
+		if (id->dev != dev || id->chan != c || !(e = cma_event_new()))
+			continue;
+		e->ev.id = &id->id;
+		e->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
+		e->ev.status = -ENODEV;
+		id->unacked++;
+		if (c->tail)
+			c->tail->next = e;
+		else
+			c->head = e;
+		c->tail = e;
+		(void)!write(c->pipe[1], "e", 1);
+	}
+	pthread_mutex_unlock(&cma_lock);
+}
