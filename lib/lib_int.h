@@ -254,6 +254,8 @@ int lib_pin_range(uintptr_t addr, size_t len, bool write, struct lib_pin_seg *se
 		  unsigned max, unsigned *nsegs, const char **why);
 /* Tests: the number of registry entries (stale ones dropped first). */
 size_t lib_pin_entries(void);
+/* Tests: where the registry's entries are (heap memory: a range may hold them). */
+const void *lib_pin_registry(void);
 
 /* ---- userfaultfd for HELLO (uffd.c) ---- */
 /* A userfaultfd with the API handshake done, or -1 when the kernel refuses one. */

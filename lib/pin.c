@@ -162,8 +162,11 @@ static int fill_memfd(int fd, uintptr_t start, size_t len)
 
 /* Copy [start, end) — covered by vmas[first..] without holes, all private anonymous and
  * readable — into a new memfd and map it over itself, VMA by VMA (their protections may
- * differ). The registry owns the fd from before the first mmap, so pages already
- * switched stay known even if a later mmap fails. */
+ * differ). The registry owns the fd from before the copy: its entry (and a realloc of
+ * the registry, which is heap memory and may lie in the very pages being moved) is
+ * written before the copy, since a write to the range between the copy and the remap is
+ * lost — a lost entry left a stale fd number in the registry, and a lost realloc
+ * corrupted the heap. Nothing but system calls runs between the copy and the last mmap. */
 static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_t start,
 		    uintptr_t end)
 {
@@ -175,9 +178,9 @@ static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_
 		return -errno;
 	/* Sealed against shrinking: the daemon's plain memcpy into it can never fault. */
 	rc = ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) ? -errno :
-	     fill_memfd(fd, start, len);
-	if (!rc)
-		rc = add_entry(start, len, fd);
+	     add_entry(start, len, fd);
+	if (!rc && (rc = fill_memfd(fd, start, len)))
+		pin_n--;	/* the entry just added: nothing of the range moved */
 	if (rc) {
 		close(fd);
 		return rc;
@@ -535,6 +538,11 @@ int lib_pin_range(uintptr_t addr, size_t len, bool write, struct lib_pin_seg *se
 	if (!rc)
 		*nsegs = w.nsegs;
 	return rc;
+}
+
+const void *lib_pin_registry(void)
+{
+	return pin_ents;
 }
 
 size_t lib_pin_entries(void)

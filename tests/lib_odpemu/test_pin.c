@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "t_lib.h"
@@ -252,6 +253,55 @@ static void test_stale(void)
 	T_EQ(lib_pin_entries(), before, "unmapped: dropped");
 }
 
+/* The registry is heap memory, and a pinned range may hold it (a program registers its
+ * messages, malloc'd beside the library's own allocations). Pinning the heap around it
+ * writes the new entry into the very pages being moved: the entry must be written before
+ * the copy, or the remap loses it and the registry keeps a stale descriptor (the pin then
+ * hands the daemon descriptor 0, or one closed twice; a realloc lost the same way
+ * corrupts the heap). In a child, so the registry is new: its second slot has never been
+ * written, and a lost entry reads as descriptor 0. */
+static int registry_child(void)
+{
+	size_t page = t_page();
+	struct lib_pin_seg s[4];
+	struct lib_vma v;
+	uint8_t *anon = t_anon(1);
+	uintptr_t reg, lo, hi, at;
+	unsigned n = 0;
+	const char *why;
+
+	if (lib_pin_range((uintptr_t)anon, page, false, s, 4, &n, &why))
+		return 2;	/* a first pin, off the heap: the registry exists */
+	close_segs(s, n);
+	reg = (uintptr_t)lib_pin_registry();
+	/* the heap, or a sanitizer allocator's anonymous region: private, movable */
+	if (!reg || !t_vma_at(reg, &v) || v.shared || (strcmp(v.path, "[heap]") && v.path[0]))
+		return 3;
+	at = reg & ~(page - 1);
+	lo = at > v.start ? at - page : at;
+	hi = at + 2 * page <= v.end ? at + 2 * page : at + page;
+	if (lib_pin_range(lo, hi - lo, true, s, 4, &n, &why) || n != 1)
+		return 4;
+	if (!t_vma_at(reg, &v) || strcmp(v.path, PIN_PATH) || ino_of(s[0].fd) != v.ino)
+		return 5;	/* the descriptor is not the memfd now at the registry */
+	close_segs(s, n);
+	for (int i = 0; i < 64; i++)	/* the heap is sound */
+		free(malloc(32 + (size_t)i * 16));
+	return 0;
+}
+
+static void test_registry_in_moved_pages(void)
+{
+	int st = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(registry_child());
+	T_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork and wait");
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "pinning the heap pages that hold the "
+		"registry: child exit status %#x (4 or 5: the new entry was lost with the move)", st);
+}
+
 /* More segments than the request holds: refused before anything moves. */
 static void test_too_many(void)
 {
@@ -304,6 +354,8 @@ static __attribute__((noinline)) void test_stack(void)
 
 int main(void)
 {
+	/* first: it forks, and a child shares the pages earlier tests moved (MAP_SHARED) */
+	test_registry_in_moved_pages();
 	test_malloc_move();
 	test_mixed_runs();
 	test_other_memory();
