@@ -113,6 +113,7 @@ struct emu_cm {
 		uint64_t retransmits, give_ups;	/* our REQ/REP/DREQ resent; left unanswered */
 		uint64_t events_sent, events_dropped;
 		uint64_t established;	/* connections that reached ESTABLISHED */
+		uint64_t listens;	/* listeners ever made (tests wait for a server's) */
 	} ctr;
 };
 

@@ -190,6 +190,7 @@ static int op_cm_listen(struct emu_req *r)
 		.backlog = q->backlog ? q->backlog : EMU_CM_BACKLOG, .next = cm->listeners };
 	set_channel(&l->channel, ch);
 	cm->listeners = l;
+	cm->ctr.listens++;
 	o->u.cm_listen = l;
 	rep.handle = o->handle;
 	rep.port = (uint16_t)port;

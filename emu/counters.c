@@ -66,6 +66,24 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 		}
 }
 
+static uint64_t count_listeners(const struct emu_cm *cm)
+{
+	uint64_t n = 0;
+
+	for (const struct emu_cm_listener *l = cm->listeners; l; l = l->next)
+		n++;
+	return n;
+}
+
+static uint64_t count_conns(const struct emu_cm *cm)
+{
+	uint64_t n = 0;
+
+	for (const struct emu_cm_conn *c = cm->conns; c; c = c->next)
+		n++;
+	return n;
+}
+
 /* The connection manager: MADs in and out by type, and what it could not use. */
 static void put_cm(struct ctr_list *l, const struct emu_cm *cm)
 {
@@ -89,6 +107,9 @@ static void put_cm(struct ctr_list *l, const struct emu_cm *cm)
 	put(l, "cm_events_sent", cm->ctr.events_sent);
 	put(l, "cm_events_dropped", cm->ctr.events_dropped);
 	put(l, "cm_established", cm->ctr.established);
+	put(l, "cm_listens", cm->ctr.listens);
+	put(l, "cm_listeners", count_listeners(cm));
+	put(l, "cm_connections", count_conns(cm));
 }
 
 /* The fault thread's own account: requests resolved, and the time spent resolving them and

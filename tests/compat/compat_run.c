@@ -304,9 +304,39 @@ static const char *const *env_with(const char **out, const char *const *extra)
 	return out;
 }
 
-int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
-		     const char *const *cenv, struct cr_pair *r, int timeout_s)
+/* The rdma_cm listeners host's daemon has made so far (its cm_listens counter). */
+static unsigned long long cm_listens(struct h_env *e, int host)
 {
+	static struct odpemu_context *ctx[2];
+	unsigned long long n;
+
+	if (!ctx[host])
+		ctx[host] = h_open(e, host);
+	n = h_counter(ctx[host], ODPEMU_COUNTERS_DEVICE, 0, "cm_listens");
+	return n == UINT64_MAX ? 0 : n;
+}
+
+/* Wait until the server has an rdma_cm listener (at its daemon: it opens no socket). */
+static bool wait_cm_listen(struct h_env *e, struct tr_proc *p, unsigned long long before,
+			   int timeout_ms)
+{
+	for (int k = 0; k < timeout_ms / 10; k++) {
+		if (cm_listens(e, 1) > before)
+			return true;
+		if (waitpid(p->pid, &p->status, WNOHANG) == p->pid)
+			return false;
+		p->status = -1;
+		nap_ms(10);
+	}
+	return false;
+}
+
+/* The server started, then the client once the server is ready (port: its TCP port;
+ * 0: its rdma_cm listener). */
+static int run_pair(struct h_env *e, unsigned port, const char *const *senv,
+		    const char *const *cenv, struct cr_pair *r, int timeout_s)
+{
+	unsigned long long before = port ? 0 : cm_listens(e, 1);
 	const char *env[16];
 	struct tr_proc s, c;
 	char msg[128];
@@ -315,10 +345,14 @@ int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
 	r->sout = r->cout = NULL;
 	if (tr_start(e, 1, r->server.v, env_with(env, senv), &s))
 		return -1;
-	if (!cr_wait_listen(&s, port, 20000)) {
+	if (port ? !cr_wait_listen(&s, port, 20000) : !wait_cm_listen(e, &s, before, 20000)) {
 		r->sexit = collect(&s, &r->server, 0, &r->sout);
-		snprintf(msg, sizeof(msg), "(not started: the server never listened on TCP port "
-			 "%u)", port);
+		if (port)
+			snprintf(msg, sizeof(msg), "(not started: the server never listened on TCP "
+				 "port %u)", port);
+		else
+			snprintf(msg, sizeof(msg), "(not started: the server never listened with "
+				 "rdma_cm)");
 		r->cout = strdup(msg);
 		return -1;
 	}
@@ -331,6 +365,18 @@ int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
 	/* the server ends with the client, or has nobody left to talk to */
 	r->sexit = collect(&s, &r->server, 10, &r->sout);
 	return 0;
+}
+
+int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
+		     const char *const *cenv, struct cr_pair *r, int timeout_s)
+{
+	return run_pair(e, port, senv, cenv, r, timeout_s);
+}
+
+int cr_pair_run_cm(struct h_env *e, const char *const *senv, const char *const *cenv,
+		   struct cr_pair *r, int timeout_s)
+{
+	return run_pair(e, 0, senv, cenv, r, timeout_s);
 }
 
 int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, struct cr_pair *r,

@@ -74,6 +74,11 @@ int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, stru
  * environment per side (NULL-terminated, may be NULL). */
 int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
 		     const char *const *cenv, struct cr_pair *r, int timeout_s);
+/* The same for programs that connect with rdma_cm (rping, ucmatose, perftest -R): the
+ * client starts once the server's daemon has a new rdma_cm listener (its cm_listens
+ * counter grew), since such a server opens no socket of its own. */
+int cr_pair_run_cm(struct h_env *e, const char *const *senv, const char *const *cenv,
+		   struct cr_pair *r, int timeout_s);
 /* Both exited 0 and the client's output holds `want` (NULL: anything); otherwise print
  * both command lines and outputs. */
 bool cr_pair_ok(const struct cr_pair *r, const char *want);
