@@ -17,6 +17,7 @@
 #include "pcap_writer.h"
 #include "roce.h"
 #include "t.h"
+#include "tshark_run.h"
 
 #define MAX_PKTS 16
 
@@ -496,55 +497,10 @@ static void compare_line(char *line)
 
 static int run_tshark(const char *pcap)
 {
-	char cmd[8192], line[8192];
-	int n = snprintf(cmd, sizeof(cmd), "tshark -r '%s' -T fields -E separator=/t "
-			 "-E occurrence=f -e frame.number", pcap);
-	unsigned lines = 0;
-	FILE *p;
-
-	for (unsigned c = 0; c < NCOL; c++)
-		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " -e %s", col_field[c]);
-	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 2>/dev/null");
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		compare_line(line);
-		lines++;
-	}
-	T_EQ(lines, npkts, "tshark decoded every packet");
-	return pclose(p) == 0 ? 0 : -1;
-}
-
-static int have_tshark(void)
-{
-	return system("command -v tshark >/dev/null 2>&1") == 0;
+	return tshark_fields(pcap, "", col_field, NCOL, compare_line, npkts);
 }
 
 int main(int argc, char **argv)
 {
-	char dir[] = "/tmp/odpemu-cm-tshark-XXXXXX", pcap[64];
-	const char *ci = getenv("CI");
-	uint64_t seed = t_seed(argc, argv, 5);
-
-	if (!have_tshark()) {
-		if (ci && (!strcmp(ci, "true") || !strcmp(ci, "1"))) {
-			fprintf(stderr, "tshark is missing and CI=true: the conformance test must run\n");
-			return 1;
-		}
-		fprintf(stderr, "tshark not installed: skipping (tools/test installs it)\n");
-		return T_SKIP;
-	}
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(pcap, sizeof(pcap), "%s/cm-mads.pcap", dir);
-	T_CHECK(write_capture(pcap, seed) == 0, "writing %s", pcap);
-	T_CHECK(run_tshark(pcap) == 0, "tshark ran");
-	if (!t_failures) {
-		unlink(pcap);
-		rmdir(dir);
-	} else {
-		fprintf(stderr, "capture kept for inspection: %s\n", pcap);
-	}
-	return t_done("cm-tshark");
+	return tshark_test("cm-tshark", "cm-mads.pcap", t_seed(argc, argv, 5), write_capture, run_tshark);
 }

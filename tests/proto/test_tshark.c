@@ -12,6 +12,7 @@
 #include "pcap_writer.h"
 #include "roce.h"
 #include "t.h"
+#include "tshark_run.h"
 
 #define PMTU 256u
 #define MAX_PKTS 128
@@ -196,55 +197,10 @@ static void compare_line(char *line)
 
 static int run_tshark(const char *pcap)
 {
-	char cmd[4096], line[4096];
-	int n = snprintf(cmd, sizeof(cmd), "tshark -r '%s' --disable-protocol rpcordma -T fields "
-			 "-E separator=/t -E occurrence=f -e frame.number", pcap);
-	unsigned lines = 0;
-	FILE *p;
-
-	for (unsigned c = 0; c < NCOL; c++)
-		n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " -e %s", col_field[c]);
-	snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 2>/dev/null");
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		compare_line(line);
-		lines++;
-	}
-	T_EQ(lines, npkts, "tshark decoded every packet");
-	return pclose(p) == 0 ? 0 : -1;
-}
-
-static int have_tshark(void)
-{
-	return system("command -v tshark >/dev/null 2>&1") == 0;
+	return tshark_fields(pcap, "--disable-protocol rpcordma", col_field, NCOL, compare_line, npkts);
 }
 
 int main(int argc, char **argv)
 {
-	char dir[] = "/tmp/odpemu-tshark-XXXXXX", pcap[64];
-	const char *ci = getenv("CI");
-	uint64_t seed = t_seed(argc, argv, 3);
-
-	if (!have_tshark()) {
-		if (ci && (!strcmp(ci, "true") || !strcmp(ci, "1"))) {
-			fprintf(stderr, "tshark is missing and CI=true: the conformance test must run\n");
-			return 1;
-		}
-		fprintf(stderr, "tshark not installed: skipping (tools/test installs it)\n");
-		return T_SKIP;
-	}
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(pcap, sizeof(pcap), "%s/all-opcodes.pcap", dir);
-	T_CHECK(write_capture(pcap, seed) == 0, "writing %s", pcap);
-	T_CHECK(run_tshark(pcap) == 0, "tshark ran");
-	if (!t_failures) {
-		unlink(pcap);
-		rmdir(dir);
-	} else {
-		fprintf(stderr, "capture kept for inspection: %s\n", pcap);
-	}
-	return t_done("tshark");
+	return tshark_test("tshark", "all-opcodes.pcap", t_seed(argc, argv, 3), write_capture, run_tshark);
 }
