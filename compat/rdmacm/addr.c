@@ -5,6 +5,7 @@
  * odpemu device whose GID table holds it, the route is the two GIDs and the port's MTU. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,21 +97,63 @@ socklen_t cma_addr_len(const struct sockaddr *sa)
 	       sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) : 0;
 }
 
-int cma_dev_of_addr(const struct sockaddr *sa)
+/* The device whose GID table holds gid nearest its start; -1 if none. */
+static int dev_of_gid(const union ibv_gid *gid)
 {
-	union ibv_gid gid;
 	int best = -1, best_at = CMA_MAX_GIDS;
 
-	if (cma_devices() < 0)
-		return -1;
-	cma_gid_of_addr(sa, &gid);
 	for (int i = 0; i < ndevs; i++)
 		for (int k = 0; k < devs[i].ngids && k < best_at; k++)
-			if (!memcmp(&devs[i].gid[k], &gid, sizeof(gid))) {
+			if (!memcmp(&devs[i].gid[k], gid, sizeof(*gid))) {
 				best = i;
 				best_at = k;
 			}
 	return best;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* A loopback address: the first device with an address of this host (the kernel's
+ * cma_bind_loopback binds it to a local device). The run directory may list devices of
+ * other hosts (network namespaces sharing it): those have no address here. */
+static int local_dev(void)
+{
+	struct ifaddrs *ifs, *a;
+	int best = -1;
+
+	if (getifaddrs(&ifs))
+		return -1;
+	for (a = ifs; a; a = a->ifa_next) {
+		union ibv_gid gid;
+		int d;
+
+		if (!a->ifa_addr || is_loopback(a->ifa_addr) ||
+		    (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
+			continue;
+		cma_gid_of_addr(a->ifa_addr, &gid);
+		if ((d = dev_of_gid(&gid)) >= 0 && (best < 0 || d < best))
+			best = d;
+	}
+	freeifaddrs(ifs);
+	return best;
+}
+
+int cma_dev_of_addr(const struct sockaddr *sa)
+{
+	union ibv_gid gid;
+	int dev;
+
+	if (cma_devices() < 0)
+		return -1;
+	cma_gid_of_addr(sa, &gid);
+	dev = dev_of_gid(&gid);
+	return dev < 0 && is_loopback(sa) ? local_dev() : dev;
 }
 
 /* The source address the host's routing picks for dst (a connected UDP socket's name). */
