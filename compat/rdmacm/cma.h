@@ -113,8 +113,11 @@ struct cma_id {
 struct cma_id *cma_id(struct rdma_cm_id *id);
 /* The global lock of the ID list, the devices and the events' unacked counts. */
 extern pthread_mutex_t cma_lock;
+/* The ID of a daemon connection or listener, held (see id.c); NULL if none. */
 struct cma_id *cma_find_conn(int dev, uint32_t conn);
 struct cma_id *cma_find_listener(int dev, uint32_t listener);
+/* Give back a hold no event took over. */
+void cma_id_release(struct cma_id *id);
 /* A new ID like rdma_create_id's (on chan, or its own channel when sync). */
 struct cma_id *cma_id_new(struct cma_channel *chan, bool sync, void *context,
 			  enum rdma_port_space ps, enum ibv_qp_type qp_type);

@@ -352,10 +352,7 @@ static struct cma_event *event_for(struct cma_id *id, enum rdma_cm_event_type ty
 	p->rnr_retry_count = e->peer.rnr_retry_count;
 	p->srq = e->peer.srq;
 	p->qp_num = e->peer.qpn;
-	pthread_mutex_lock(&cma_lock);
-	id->unacked++;
-	pthread_mutex_unlock(&cma_lock);
-	return ce;
+	return ce;	/* it carries the hold cma_find_* took on id */
 }
 
 static void fill_addr(struct sockaddr_storage *ss, const struct odpemu_cm_addr *a, int family)
@@ -394,6 +391,8 @@ static struct cma_event *connect_request(struct cma_channel *c, int dev,
 	if (!l || !(id = cma_id_new(l->sync ? NULL : l->chan, l->sync, l->id.context, l->id.ps,
 				    l->id.qp_type))) {
 		odpemu_cm_reject(odpemu_compat_context(cma_dev(dev)->verbs), e->conn, NULL, 0);
+		if (l)
+			cma_id_release(l);
 		return NULL;
 	}
 	fill_addr(&id->id.route.addr.src_storage, &e->dst, fam);
@@ -408,8 +407,10 @@ static struct cma_event *connect_request(struct cma_channel *c, int dev,
 
 		cma_create_qp(id, l->ep_pd, &a);
 	}
-	if (!(ce = event_for(l, RDMA_CM_EVENT_CONNECT_REQUEST, e, ODPEMU_CM_PRIVATE_MAX)))
+	if (!(ce = event_for(l, RDMA_CM_EVENT_CONNECT_REQUEST, e, ODPEMU_CM_PRIVATE_MAX))) {
+		cma_id_release(l);
 		return NULL;
+	}
 	ce->ev.id = &id->id;
 	ce->ev.listen_id = &l->id;
 	(void)c;
@@ -453,7 +454,9 @@ struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odp
 		ce = event_for(id, RDMA_CM_EVENT_ESTABLISHED, e, 224);
 		break;
 	case ODPEMU_CM_EVENT_DISCONNECTED:
-		qp_error(id);	/* the kernel's CM moves the QP to ERR on a DREQ too */
+		/* The kernel's CM also moves the QP to ERR here; in user space this thread
+		 * cannot: the application may be destroying that QP (rping calls
+		 * ibv_destroy_qp on it) at this very moment. rdma_disconnect does it. */
 		id->state = CMA_DISCONNECTED;
 		ce = event_for(id, RDMA_CM_EVENT_DISCONNECTED, e, 0);
 		break;
@@ -461,7 +464,9 @@ struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odp
 		ce = event_for(id, (enum rdma_cm_event_type)e->type, e, 148);
 		break;
 	}
-	if (ce && id->chan != c) {	/* migrated: the event is the new channel's */
+	if (!ce)
+		cma_id_release(id);
+	else if (id->chan != c) {	/* migrated: the event is the new channel's */
 		cma_queue(id->chan, ce);
 		return NULL;
 	}

@@ -17,6 +17,8 @@ struct cma_id *cma_id(struct rdma_cm_id *id)
 	return (struct cma_id *)id;
 }
 
+/* Found IDs come held (unacked + 1, so rdma_destroy_id waits): the event made for them
+ * takes the hold over, or cma_id_release gives it back. */
 struct cma_id *cma_find_conn(int dev, uint32_t conn)
 {
 	struct cma_id *id;
@@ -25,6 +27,8 @@ struct cma_id *cma_find_conn(int dev, uint32_t conn)
 	for (id = ids; id; id = id->next)
 		if (id->dev == dev && id->conn == conn)
 			break;
+	if (id)
+		id->unacked++;
 	pthread_mutex_unlock(&cma_lock);
 	return id;
 }
@@ -37,8 +41,18 @@ struct cma_id *cma_find_listener(int dev, uint32_t listener)
 	for (id = ids; id; id = id->next)
 		if (dev >= 0 && dev < CMA_MAX_DEVS && id->listen[dev] == listener)
 			break;
+	if (id)
+		id->unacked++;
 	pthread_mutex_unlock(&cma_lock);
 	return id;
+}
+
+void cma_id_release(struct cma_id *id)
+{
+	pthread_mutex_lock(&cma_lock);
+	if (id->unacked && !--id->unacked)
+		pthread_cond_broadcast(&id->acked);
+	pthread_mutex_unlock(&cma_lock);
 }
 
 struct cma_id *cma_id_new(struct cma_channel *chan, bool sync, void *context,
