@@ -95,15 +95,20 @@ struct odpemu_cm_channel *cma_channel_for(struct cma_channel *c, int dev)
 	return och;
 }
 
-void cma_queue(struct cma_channel *c, struct cma_event *e)
+void cma_queue_locked(struct cma_channel *c, struct cma_event *e)
 {
-	pthread_mutex_lock(&c->lock);
 	if (c->tail)
 		c->tail->next = e;
 	else
 		c->head = e;
 	c->tail = e;
 	(void)!write(c->pipe[1], "e", 1);
+}
+
+void cma_queue(struct cma_channel *c, struct cma_event *e)
+{
+	pthread_mutex_lock(&c->lock);
+	cma_queue_locked(c, e);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -83,6 +83,8 @@ struct cma_channel *cma_chan(struct rdma_event_channel *ch);
 struct odpemu_cm_channel *cma_channel_for(struct cma_channel *c, int dev);
 /* An event the library makes (resolution results, DEVICE_REMOVAL): delivered in order. */
 void cma_queue(struct cma_channel *c, struct cma_event *e);
+/* The same with c->lock already held (from inside rdma_get_cm_event). */
+void cma_queue_locked(struct cma_channel *c, struct cma_event *e);
 struct cma_event *cma_event_new(void);
 
 /* ---- IDs (id.c) ---- */

@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cma.h"
 
@@ -329,12 +328,7 @@ void cma_device_removed(struct cma_channel *c, int dev)
 		e->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
 		e->ev.status = -ENODEV;
 		id->unacked++;
-		if (c->tail)
-			c->tail->next = e;
-		else
-			c->head = e;
-		c->tail = e;
-		(void)!write(c->pipe[1], "e", 1);
+		cma_queue_locked(c, e);
 	}
 	pthread_mutex_unlock(&cma_lock);
 }
