@@ -137,6 +137,16 @@ static bool gid_zero(const uint8_t *g)
 }
 
 /* Two listeners clash on one service when either takes any address or both take the same. */
+/* 127.0.0.0/8 (IPv4-mapped) or ::1: a listener there hears this host's own connections to
+ * the loopback address only (their IP header's destination), as the kernel's. */
+static bool gid_loopback(const uint8_t *g)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v6loop[16] = { [15] = 1 };
+
+	return (!memcmp(g, v4mapped, 12) && g[12] == 127) || !memcmp(g, v6loop, 16);
+}
+
 static bool clashes(struct emu_cm *cm, uint64_t sid, const struct nic_gid *addr)
 {
 	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
@@ -169,7 +179,7 @@ static int op_cm_listen(struct emu_req *r)
 	if (!(ch = channel_of(r, q->channel)))
 		return emu_reply_err(r, -ENOENT, "cm_listen: no CM channel %u", q->channel);
 	memcpy(addr.raw, q->addr.gid, 16);
-	if (!gid_zero(addr.raw) && memcmp(&addr, &cm->gid, sizeof(addr)))
+	if (!gid_zero(addr.raw) && !gid_loopback(addr.raw) && memcmp(&addr, &cm->gid, sizeof(addr)))
 		return emu_reply_err(r, -EADDRNOTAVAIL, "cm_listen: the address is not this "
 				     "device's");
 	if (!cm_service_id((enum cm_port_space)q->ps, 1))

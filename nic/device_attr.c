@@ -14,7 +14,7 @@ void nic_device_attr_default(struct nic_device_attr *a)
 	a->max_qp_wr = 1 << 14;
 	a->max_sge = 32;
 	a->max_cq = 1 << 14;
-	a->max_cqe = (1 << 15) - 1;
+	a->max_cqe = (1 << 22) - 1;	/* as mlx5: libfabric's rxm asks (rx + tx size) x 1024 */
 	a->max_mr = 1 << 18;
 	a->max_pd = 1 << 16;
 	a->max_srq = 1 << 10;

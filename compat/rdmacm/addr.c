@@ -111,7 +111,7 @@ static int dev_of_gid(const union ibv_gid *gid)
 	return best;
 }
 
-static bool is_loopback(const struct sockaddr *sa)
+bool cma_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
 		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
@@ -119,9 +119,9 @@ static bool is_loopback(const struct sockaddr *sa)
 	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-/* A loopback address: the first device with an address of this host (the kernel's
- * cma_bind_loopback binds it to a local device). The run directory may list devices of
- * other hosts (network namespaces sharing it): those have no address here. */
+/* A loopback destination: the first device with an address of this host (the kernel's
+ * cma_bind_loopback, used by address resolution only). The run directory may list devices
+ * of other hosts (network namespaces sharing it): those have no address here. */
 static int local_dev(void)
 {
 	struct ifaddrs *ifs, *a;
@@ -133,7 +133,7 @@ static int local_dev(void)
 		union ibv_gid gid;
 		int d;
 
-		if (!a->ifa_addr || is_loopback(a->ifa_addr) ||
+		if (!a->ifa_addr || cma_is_loopback(a->ifa_addr) ||
 		    (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
 			continue;
 		cma_gid_of_addr(a->ifa_addr, &gid);
@@ -153,7 +153,7 @@ int cma_dev_of_addr(const struct sockaddr *sa)
 		return -1;
 	cma_gid_of_addr(sa, &gid);
 	dev = dev_of_gid(&gid);
-	return dev < 0 && is_loopback(sa) ? local_dev() : dev;
+	return dev;
 }
 
 /* The source address the host's routing picks for dst (a connected UDP socket's name). */
@@ -208,7 +208,10 @@ static int resolve_source(struct cma_id *id, const struct sockaddr *src, const s
 	} else if ((rc = route_source(dst, &s))) {
 		return rc;
 	}
-	if ((dev = cma_dev_of_addr((struct sockaddr *)&s)) < 0)
+	dev = cma_dev_of_addr((struct sockaddr *)&s);
+	if (dev < 0 && !(src && src->sa_family) && cma_is_loopback((struct sockaddr *)&s))
+		dev = local_dev();	/* the routing picked lo: the destination is this host */
+	if (dev < 0)
 		return -EADDRNOTAVAIL;
 	if (!cma_port_of((struct sockaddr *)&s))
 		cma_set_port((struct sockaddr *)&s, ephemeral_port());

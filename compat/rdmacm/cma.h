@@ -57,9 +57,11 @@ struct cma_dev {
 int cma_devices(void);
 struct cma_dev *cma_dev(int i);
 /* The device whose GID table holds the address (IPv4-mapped for IPv4) nearest its start
- * (a daemon's own address comes before the rest of its interface's); a loopback address
- * is the first device with an address on this host, as the kernel binds it; -1 if none. */
+ * (a daemon's own address comes before the rest of its interface's); -1 if none. A
+ * loopback address is no device's (rdma_resolve_addr maps a loopback destination to a
+ * local device; rdma_bind_addr fails with ENODEV, as the kernel's). */
 int cma_dev_of_addr(const struct sockaddr *sa);
+bool cma_is_loopback(const struct sockaddr *sa);
 void cma_gid_of_addr(const struct sockaddr *sa, union ibv_gid *gid);
 uint16_t cma_port_of(const struct sockaddr *sa);
 void cma_set_port(struct sockaddr *sa, uint16_t port);

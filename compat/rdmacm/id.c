@@ -154,6 +154,12 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *cid)
 	return 0;
 }
 
+/* A wildcard or loopback address binds no device (id->verbs stays NULL): the device is
+ * chosen by rdma_resolve_addr, or each device listens. A loopback-bound listener hears
+ * only connections to the loopback address, as the kernel matches the IP header's
+ * destination (cma_match_private_data). libfabric's verbs provider relies on this: its
+ * passive fi_getinfo binds "localhost" and, finding no device on the ID, offers the
+ * devices' own addresses (vrb_fill_addr). */
 CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 {
 	struct cma_id *id = cma_id(cid);
@@ -164,10 +170,10 @@ CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 		return errno = EINVAL, -1;
 	memcpy(&cid->route.addr.src_storage, addr, len);
 	id->state = CMA_BOUND;
-	if (addr->sa_family == AF_INET ?
+	if (cma_is_loopback(addr) || (addr->sa_family == AF_INET ?
 	    ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY) :
-	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr))
-		return cma_devices() < 0 ? -1 : 0;	/* any device: chosen later */
+	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr)))
+		return cma_devices() < 0 ? -1 : 0;	/* no device yet: see above */
 	if ((dev = cma_dev_of_addr(addr)) < 0) {
 		id->state = CMA_IDLE;
 		return errno = EADDRNOTAVAIL, -1;	/* no odpemu device has this address */
@@ -180,12 +186,17 @@ static int listen_on(struct cma_id *id, int dev, uint16_t *port, unsigned backlo
 {
 	struct odpemu_cm_channel *och = cma_channel_for(id->chan, dev);
 	struct odpemu_cm_addr a = { .port = *port };
+	union ibv_gid loopback;
 	int rc;
 
 	if (!och)
 		return -1;
-	if (id->dev >= 0)
+	if (id->dev >= 0) {
 		memcpy(a.gid.raw, id->id.route.addr.addr.ibaddr.sgid.raw, 16);
+	} else if (cma_is_loopback(&id->id.route.addr.src_addr)) {
+		cma_gid_of_addr(&id->id.route.addr.src_addr, &loopback);
+		memcpy(a.gid.raw, loopback.raw, 16);
+	}
 	rc = odpemu_cm_listen(och, (enum odpemu_cm_ps)id->id.ps, &a, backlog,
 			      (uint64_t)(uintptr_t)id, &id->listen[dev], port);
 	return rc ? (errno = rc, -1) : 0;
