@@ -18,6 +18,10 @@
  *   ESTABLISHED --CM_DISCONNECT (DREQ)--> DREQ_SENT --DREP--> TIMEWAIT --> CLOSED
  *   ESTABLISHED --DREQ--> DREQ_RCVD --CM_DISCONNECT (DREP)--> TIMEWAIT --> CLOSED
  *   REJ, a give-up or CM_REJECT --> CLOSED.
+ * UD port space (SIDR, IBA 12.11): one question, one answer, no connection state after:
+ *   active:  SIDR_REQ_SENT --SIDR_REP--> CLOSED (ESTABLISHED with the peer's QPN and
+ *            Q_Key, or UNREACHABLE with the SIDR status, as the kernel's cma does)
+ *   passive: SIDR_REQ_RCVD --CM_ACCEPT (SIDR_REP, success) / CM_REJECT (reject)--> CLOSED
  * REQ, REP and DREQ are resent every EMU_CM_RESPONSE_MS, EMU_CM_RETRIES times; then the
  * connection gives up (UNREACHABLE; DISCONNECTED for a DREQ). An MRA extends the wait by
  * its service timeout. Duplicates are answered again (a REQ whose REP went: the REP; a
@@ -26,8 +30,8 @@
  * STATELESS ANSWERS, as Linux's ib_cm gives them to messages that match nothing, so a
  * peer never waits out its timeouts: REQ for a service nobody listens on → REJ
  * INVALID_SERVICE_ID; REP of no REQ → REJ INVALID_COMM_ID; DREQ of no connection → DREP;
- * SIDR_REQ → SIDR_REP UNSUPPORTED (UD port space: not yet); RTU, MRA, REJ, DREP of no
- * exchange: counted (unmatched).
+ * SIDR_REQ for a service nobody listens on → SIDR_REP UNSUPPORTED; RTU, MRA, REJ, DREP,
+ * SIDR_REP of no exchange: counted (unmatched).
  *
  * Loop thread only.
  */
@@ -36,6 +40,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "cm_mad.h"
 #include "ipc.h"
@@ -53,13 +58,14 @@
 /* SIDR_REP status values (IBA 12.11.2; Linux enum ib_cm_sidr_status). */
 #define EMU_CM_SIDR_SUCCESS	0u
 #define EMU_CM_SIDR_UNSUPPORTED	1u
+#define EMU_CM_SIDR_REJECT	2u
 
 /* Per attribute, in CM_ATTRS order: received, sent. */
 #define EMU_CM_NATTR 12u
 
 #define EMU_CM_STATES(X) \
 	X(REQ_SENT) X(REQ_RCVD) X(REP_SENT) X(REP_RCVD) X(ESTABLISHED) X(DREQ_SENT) \
-	X(DREQ_RCVD) X(TIMEWAIT) X(CLOSED)
+	X(DREQ_RCVD) X(TIMEWAIT) X(CLOSED) X(SIDR_REQ_SENT) X(SIDR_REQ_RCVD)
 enum emu_cm_state {
 #define EMU_CM_STATE_ENUM_(n) EMU_CM_##n,
 	EMU_CM_STATES(EMU_CM_STATE_ENUM_)
@@ -90,6 +96,7 @@ struct emu_cm_conn {
 	uint32_t local_id, remote_id;
 	struct nic_gid peer;
 	uint64_t tid;			/* of the exchange in flight */
+	uint64_t service_id;		/* SIDR: the service the peer asked for */
 	struct ipc_cm_qp local_qp, peer_qp;
 	uint8_t last[CM_MAD_LEN];	/* what a duplicate or a timeout resends */
 	bool has_last;
@@ -141,6 +148,35 @@ struct cm_msg emu_cm_msg(enum cm_attr attr, uint64_t tid);
 void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, uint32_t ours,
 		   uint32_t theirs, enum cm_msg_response what, uint16_t reason,
 		   const struct ipc_cm_private *priv);
+
+/* ---- cm_conn.c, shared with cm_sidr.c ---- */
+struct emu_cm_conn *emu_cm_by_local_id(struct emu_cm *cm, uint32_t id);
+/* A passive exchange we already have: the same peer and its ID (a retransmission). */
+struct emu_cm_conn *emu_cm_by_remote(struct emu_cm *cm, const struct nic_gid *peer,
+				     uint32_t id);
+struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
+					     const struct nic_gid *dst);
+/* rdma_cm's IP header addresses <-> the IPC's (GID and port). */
+void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a);
+void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss);
+/* Done with the protocol: an orphan goes, an owned one waits for its object's end. */
+void emu_cm_finish(struct emu_cm *cm, struct emu_cm_conn *c);
+/* Resend c->last every EMU_CM_RESPONSE_MS until answered or given up. */
+void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now);
+/* An event of c (with the peer's QP) to its channel; nothing for an orphan. */
+void emu_cm_conn_event(struct emu_cm *cm, struct emu_cm_conn *c, uint32_t type,
+		       int32_t status, const uint8_t *priv, size_t priv_len);
+
+/* ---- cm_sidr.c: the UD port space's service ID resolution ---- */
+bool emu_cm_sidr_rx_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m);
+bool emu_cm_sidr_rx_rep(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m);
+/* The SIDR_REQ of an rdma_connect on a UDP port space ID. 0 or -errno. */
+int emu_cm_sidr_connect(struct emu_cm *cm, struct emu_cm_conn *c,
+			const struct ipc_cm_connect_req *q, uint64_t now);
+/* Answer c's SIDR_REQ (status EMU_CM_SIDR_*, with our QP when it succeeds); the caller
+ * finishes c. 0 or -errno. */
+int emu_cm_sidr_answer(struct emu_cm *cm, struct emu_cm_conn *c, uint8_t status,
+		       const struct ipc_cm_qp *qp, const struct ipc_cm_private *priv);
 
 /* ---- cm_conn.c: the connections ---- */
 /* A message for an exchange: true if a connection or listener took it (else cm.c gives

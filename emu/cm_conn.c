@@ -15,7 +15,7 @@ static const struct nic_gid any_gid;
 
 /* ---- lookups ---- */
 
-static struct emu_cm_conn *by_local_id(struct emu_cm *cm, uint32_t id)
+struct emu_cm_conn *emu_cm_by_local_id(struct emu_cm *cm, uint32_t id)
 {
 	for (struct emu_cm_conn *c = cm->conns; c; c = c->next)
 		if (c->local_id == id)
@@ -24,7 +24,8 @@ static struct emu_cm_conn *by_local_id(struct emu_cm *cm, uint32_t id)
 }
 
 /* A REQ we already have: the same peer and its communication ID (a retransmission). */
-static struct emu_cm_conn *by_remote(struct emu_cm *cm, const struct nic_gid *peer, uint32_t id)
+struct emu_cm_conn *emu_cm_by_remote(struct emu_cm *cm, const struct nic_gid *peer,
+				     uint32_t id)
 {
 	for (struct emu_cm_conn *c = cm->conns; c; c = c->next)
 		if (!c->active && c->remote_id == id && !memcmp(&c->peer, peer, sizeof(*peer)))
@@ -37,8 +38,8 @@ static bool gid_eq(const struct nic_gid *a, const struct nic_gid *b)
 	return !memcmp(a, b, sizeof(*a));
 }
 
-static struct emu_cm_listener *listener_for(struct emu_cm *cm, uint64_t sid,
-					    const struct nic_gid *dst)
+struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
+					     const struct nic_gid *dst)
 {
 	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
 		if (l->service_id == sid && (gid_eq(&l->addr, &any_gid) || gid_eq(&l->addr, dst)))
@@ -48,7 +49,7 @@ static struct emu_cm_listener *listener_for(struct emu_cm *cm, uint64_t sid,
 
 /* ---- addresses: rdma_cm's IP header <-> GID and port ---- */
 
-static void addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
+void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (ss->ss_family == AF_INET) {
@@ -65,7 +66,7 @@ static void addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
 	}
 }
 
-static void sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss)
+void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss)
 {
 	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -111,7 +112,7 @@ static void unlink_free(struct emu_cm *cm, struct emu_cm_conn *c)
 }
 
 /* Done with the protocol: an orphan goes, an owned one waits for its object's end. */
-static void finish(struct emu_cm *cm, struct emu_cm_conn *c)
+void emu_cm_finish(struct emu_cm *cm, struct emu_cm_conn *c)
 {
 	c->state = EMU_CM_CLOSED;
 	c->deadline_ns = NO_DEADLINE;
@@ -123,7 +124,7 @@ static void finish(struct emu_cm *cm, struct emu_cm_conn *c)
 		unlink_free(cm, c);
 }
 
-static void wait_answer(struct emu_cm_conn *c, uint64_t now)
+void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now)
 {
 	c->retries = 0;
 	c->deadline_ns = now + EMU_CM_RESPONSE_MS * MS;
@@ -135,8 +136,8 @@ static void enter_timewait(struct emu_cm_conn *c, uint64_t now)
 	c->deadline_ns = now + EMU_CM_TIMEWAIT_MS * MS;
 }
 
-static void event(struct emu_cm *cm, struct emu_cm_conn *c, uint32_t type, int32_t status,
-		  const uint8_t *priv, size_t priv_len)
+void emu_cm_conn_event(struct emu_cm *cm, struct emu_cm_conn *c, uint32_t type,
+		       int32_t status, const uint8_t *priv, size_t priv_len)
 {
 	struct ipc_cm_event ev = { .type = type, .status = status, .peer = c->peer_qp };
 
@@ -208,7 +209,7 @@ static void take_req(struct emu_cm *cm, struct emu_cm_listener *l, const struct 
 	if (!emu_cm_conn_obj_new(l, c)) {
 		emu_cm_reject(cm, from, c->tid, c->local_id, c->remote_id, CM_MSG_RESPONSE_REQ,
 			      CM_REJ_NO_RESOURCES, NULL);
-		finish(cm, c);
+		emu_cm_finish(cm, c);
 		return;
 	}
 	ev.peer = c->peer_qp;
@@ -220,7 +221,7 @@ static void take_req(struct emu_cm *cm, struct emu_cm_listener *l, const struct 
 
 static bool on_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
-	struct emu_cm_conn *dup = by_remote(cm, from, m->u.req.local_comm_id);
+	struct emu_cm_conn *dup = emu_cm_by_remote(cm, from, m->u.req.local_comm_id);
 	struct sockaddr_storage ssrc, sdst;
 	struct ipc_cm_addr src, dst;
 	struct emu_cm_listener *l;
@@ -236,10 +237,10 @@ static bool on_req(struct emu_cm *cm, const struct nic_gid *from, const struct c
 	if (cm_service_id_split(m->u.req.service_id, &ps, &port) ||
 	    cm_ip_hdr_decode(m->u.req.private_data, CM_REQ_PRIVATE_LEN, &ssrc, &sdst))
 		return false;	/* not rdma_cm's: no service of ours */
-	addr_of(&ssrc, &src);
-	addr_of(&sdst, &dst);
+	emu_cm_addr_of(&ssrc, &src);
+	emu_cm_addr_of(&sdst, &dst);
 	dst.port = port;
-	l = listener_for(cm, m->u.req.service_id, (const struct nic_gid *)dst.gid);
+	l = emu_cm_listener_for(cm, m->u.req.service_id, (const struct nic_gid *)dst.gid);
 	if (!l)
 		return false;
 	take_req(cm, l, from, m, &src, &dst);
@@ -248,7 +249,7 @@ static bool on_req(struct emu_cm *cm, const struct nic_gid *from, const struct c
 
 static bool on_rep(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.rep.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.rep.remote_comm_id);
 
 	if (!c || !c->active || !gid_eq(&c->peer, from))
 		return false;
@@ -266,13 +267,14 @@ static bool on_rep(struct emu_cm *cm, const struct nic_gid *from, const struct c
 	c->state = EMU_CM_REP_RCVD;
 	c->deadline_ns = NO_DEADLINE;
 	c->has_last = false;
-	event(cm, c, IPC_CM_EV_CONNECT_RESPONSE, 0, m->u.rep.private_data, CM_REP_PRIVATE_LEN);
+	emu_cm_conn_event(cm, c, IPC_CM_EV_CONNECT_RESPONSE, 0, m->u.rep.private_data,
+			  CM_REP_PRIVATE_LEN);
 	return true;
 }
 
 static bool on_rtu(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.rtu.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.rtu.remote_comm_id);
 
 	if (!c || c->active || !gid_eq(&c->peer, from))
 		return false;
@@ -284,22 +286,23 @@ static bool on_rtu(struct emu_cm *cm, const struct nic_gid *from, const struct c
 	c->deadline_ns = NO_DEADLINE;
 	c->has_last = false;
 	cm->ctr.established++;
-	event(cm, c, IPC_CM_EV_ESTABLISHED, 0, m->u.rtu.private_data, CM_RTU_PRIVATE_LEN);
+	emu_cm_conn_event(cm, c, IPC_CM_EV_ESTABLISHED, 0, m->u.rtu.private_data,
+			  CM_RTU_PRIVATE_LEN);
 	return true;
 }
 
 static bool on_rej(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.rej.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.rej.remote_comm_id);
 
 	if (!c || !gid_eq(&c->peer, from))
 		return false;
 	if (c->state != EMU_CM_REQ_SENT && c->state != EMU_CM_REP_RCVD &&
 	    c->state != EMU_CM_REP_SENT)
 		return true;	/* a late one: the connection went on without it */
-	event(cm, c, IPC_CM_EV_REJECTED, m->u.rej.reason, m->u.rej.private_data,
+	emu_cm_conn_event(cm, c, IPC_CM_EV_REJECTED, m->u.rej.reason, m->u.rej.private_data,
 	      CM_REJ_PRIVATE_LEN);
-	finish(cm, c);
+	emu_cm_finish(cm, c);
 	return true;
 }
 
@@ -307,7 +310,7 @@ static bool on_rej(struct emu_cm *cm, const struct nic_gid *from, const struct c
 static bool on_mra(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m,
 		   uint64_t now)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.mra.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.mra.remote_comm_id);
 
 	if (!c || !gid_eq(&c->peer, from))
 		return false;
@@ -332,7 +335,7 @@ static void send_drep(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t tid,
 
 static bool on_dreq(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.dreq.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.dreq.remote_comm_id);
 
 	if (!c || !gid_eq(&c->peer, from))
 		return false;
@@ -343,11 +346,11 @@ static bool on_dreq(struct emu_cm *cm, const struct nic_gid *from, const struct 
 		c->deadline_ns = NO_DEADLINE;
 		if (!c->obj) {		/* nobody to ask: answer now */
 			send_drep(cm, c, c->tid, NULL);
-			finish(cm, c);
+			emu_cm_finish(cm, c);
 			return true;
 		}
 		c->state = EMU_CM_DREQ_RCVD;
-		event(cm, c, IPC_CM_EV_DISCONNECTED, 0, m->u.dreq.private_data,
+		emu_cm_conn_event(cm, c, IPC_CM_EV_DISCONNECTED, 0, m->u.dreq.private_data,
 		      CM_DREQ_PRIVATE_LEN);
 		return true;
 	case EMU_CM_DREQ_SENT:		/* both ends disconnect: each answers the other */
@@ -364,13 +367,13 @@ static bool on_dreq(struct emu_cm *cm, const struct nic_gid *from, const struct 
 static bool on_drep(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m,
 		    uint64_t now)
 {
-	struct emu_cm_conn *c = by_local_id(cm, m->u.drep.remote_comm_id);
+	struct emu_cm_conn *c = emu_cm_by_local_id(cm, m->u.drep.remote_comm_id);
 
 	if (!c || !gid_eq(&c->peer, from))
 		return false;
 	if (c->state != EMU_CM_DREQ_SENT)
 		return true;
-	event(cm, c, IPC_CM_EV_DISCONNECTED, 0, m->u.drep.private_data, CM_DREP_PRIVATE_LEN);
+	emu_cm_conn_event(cm, c, IPC_CM_EV_DISCONNECTED, 0, m->u.drep.private_data, CM_DREP_PRIVATE_LEN);
 	enter_timewait(c, now);
 	return true;
 }
@@ -386,6 +389,8 @@ bool emu_cm_conn_rx(struct emu_cm *cm, const struct nic_gid *from, const struct 
 	case CM_ATTR_MRA: return on_mra(cm, from, m, now);
 	case CM_ATTR_DREQ: return on_dreq(cm, from, m);
 	case CM_ATTR_DREP: return on_drep(cm, from, m, now);
+	case CM_ATTR_SIDR_REQ: return emu_cm_sidr_rx_req(cm, from, m);
+	case CM_ATTR_SIDR_REP: return emu_cm_sidr_rx_rep(cm, from, m);
 	default: return false;
 	}
 }
@@ -415,6 +420,8 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 
 	if (!sid)
 		return -EPROTONOSUPPORT;
+	if (q->ps == CM_PS_UDP)
+		return emu_cm_sidr_connect(cm, c, q, now);
 	if (q->priv.len > CM_REQ_USER_PRIVATE_LEN)
 		return -EINVAL;
 	c->active = true;
@@ -440,8 +447,8 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 	r->max_cm_retries = EMU_CM_RETRIES;
 	r->srq = q->qp.srq & 1;
 	fill_path(&r->primary, (const struct nic_gid *)q->src.gid, &c->peer);
-	sockaddr_of(&q->src, &src);
-	sockaddr_of(&q->dst, &dst);
+	emu_cm_sockaddr_of(&q->src, &src);
+	emu_cm_sockaddr_of(&q->dst, &dst);
 	if ((rc = cm_ip_hdr_encode(r->private_data, (struct sockaddr *)&src,
 				   (struct sockaddr *)&dst)))
 		return rc;
@@ -450,7 +457,7 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 		return rc;
 	c->has_last = true;
 	c->state = EMU_CM_REQ_SENT;
-	wait_answer(c, now);
+	emu_cm_wait_answer(c, now);
 	return 0;
 }
 
@@ -461,6 +468,12 @@ int emu_cm_conn_accept(struct emu_cm *cm, struct emu_cm_conn *c,
 	struct cm_rep *r = &m.u.rep;
 	int rc;
 
+	if (c->state == EMU_CM_SIDR_REQ_RCVD) {
+		rc = emu_cm_sidr_answer(cm, c, EMU_CM_SIDR_SUCCESS, &q->qp, &q->priv);
+		if (!rc)
+			emu_cm_finish(cm, c);
+		return rc;
+	}
 	if (c->state != EMU_CM_REQ_RCVD)
 		return -EINVAL;
 	if (q->priv.len > CM_REP_PRIVATE_LEN)
@@ -486,13 +499,20 @@ int emu_cm_conn_accept(struct emu_cm *cm, struct emu_cm_conn *c,
 		c->listener->pending--;
 		c->listener = NULL;
 	}
-	wait_answer(c, now);
+	emu_cm_wait_answer(c, now);
 	return 0;
 }
 
 int emu_cm_conn_reject(struct emu_cm *cm, struct emu_cm_conn *c,
 		       const struct ipc_cm_private *priv)
 {
+	if (c->state == EMU_CM_SIDR_REQ_RCVD) {
+		int rc = emu_cm_sidr_answer(cm, c, EMU_CM_SIDR_REJECT, NULL, priv);
+
+		if (!rc)
+			emu_cm_finish(cm, c);
+		return rc;
+	}
 	if (c->state != EMU_CM_REQ_RCVD && c->state != EMU_CM_REP_RCVD)
 		return -EINVAL;
 	if (priv->len > CM_REJ_PRIVATE_LEN)
@@ -500,7 +520,7 @@ int emu_cm_conn_reject(struct emu_cm *cm, struct emu_cm_conn *c,
 	emu_cm_reject(cm, &c->peer, c->tid, c->local_id, c->remote_id,
 		      c->active ? CM_MSG_RESPONSE_REP : CM_MSG_RESPONSE_REQ,
 		      CM_REJ_CONSUMER_DEFINED, priv);
-	finish(cm, c);
+	emu_cm_finish(cm, c);
 	return 0;
 }
 
@@ -543,7 +563,7 @@ static int send_dreq(struct emu_cm *cm, struct emu_cm_conn *c, const struct ipc_
 		return rc;
 	c->has_last = true;
 	c->state = EMU_CM_DREQ_SENT;
-	wait_answer(c, now);
+	emu_cm_wait_answer(c, now);
 	return 0;
 }
 
@@ -596,10 +616,13 @@ void emu_cm_conn_release(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now)
 		emu_cm_reject(cm, &c->peer, c->tid, c->local_id, 0, CM_MSG_RESPONSE_OTHER,
 			      CM_REJ_TIMEOUT, &none);
 		break;
+	case EMU_CM_SIDR_REQ_RCVD:
+		emu_cm_sidr_answer(cm, c, EMU_CM_SIDR_REJECT, NULL, &none);
+		break;
 	default:
 		break;
 	}
-	finish(cm, c);
+	emu_cm_finish(cm, c);
 }
 
 void emu_cm_listener_release(struct emu_cm *cm, struct emu_cm_listener *l)
@@ -628,12 +651,16 @@ static void give_up(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now)
 			      c->state == EMU_CM_REQ_SENT ? CM_MSG_RESPONSE_REQ
 							  : CM_MSG_RESPONSE_REP,
 			      CM_REJ_TIMEOUT, NULL);
-		event(cm, c, IPC_CM_EV_UNREACHABLE, -ETIMEDOUT, NULL, 0);
-		finish(cm, c);
+		emu_cm_conn_event(cm, c, IPC_CM_EV_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+		emu_cm_finish(cm, c);
 		return;
 	case EMU_CM_DREQ_SENT:
-		event(cm, c, IPC_CM_EV_DISCONNECTED, 0, NULL, 0);
+		emu_cm_conn_event(cm, c, IPC_CM_EV_DISCONNECTED, 0, NULL, 0);
 		enter_timewait(c, now);
+		return;
+	case EMU_CM_SIDR_REQ_SENT:	/* cma_sidr_rep_handler: IB_CM_SIDR_REQ_ERROR */
+		emu_cm_conn_event(cm, c, IPC_CM_EV_UNREACHABLE, -ETIMEDOUT, NULL, 0);
+		emu_cm_finish(cm, c);
 		return;
 	default:
 		c->deadline_ns = NO_DEADLINE;
@@ -644,8 +671,8 @@ static void give_up(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now)
 static void expire(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now)
 {
 	if (c->state == EMU_CM_TIMEWAIT) {
-		event(cm, c, IPC_CM_EV_TIMEWAIT_EXIT, 0, NULL, 0);
-		finish(cm, c);
+		emu_cm_conn_event(cm, c, IPC_CM_EV_TIMEWAIT_EXIT, 0, NULL, 0);
+		emu_cm_finish(cm, c);
 		return;
 	}
 	if (c->has_last && c->retries < EMU_CM_RETRIES) {

@@ -16,6 +16,8 @@
 static struct cma_dev devs[CMA_MAX_DEVS];
 static int ndevs = -1;		/* -1: not opened yet */
 
+static void find_local_devs(void);
+
 static int open_devices(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -49,8 +51,10 @@ int cma_devices(void)
 	int n;
 
 	pthread_mutex_lock(&cma_lock);
-	if (ndevs < 0 || ndevs == 0)	/* none yet: a daemon may have started since */
+	if (ndevs < 0 || ndevs == 0) {	/* none yet: a daemon may have started since */
 		ndevs = open_devices();
+		find_local_devs();
+	}
 	n = ndevs;
 	pthread_mutex_unlock(&cma_lock);
 	if (!n)
@@ -119,16 +123,14 @@ bool cma_is_loopback(const struct sockaddr *sa)
 	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
-/* A loopback destination: the first device with an address of this host (the kernel's
- * cma_bind_loopback, used by address resolution only). The run directory may list devices
- * of other hosts (network namespaces sharing it): those have no address here. */
-static int local_dev(void)
+/* Mark the devices that hold an address of this host (cma_dev.local); the others are
+ * devices of other hosts, listed because network namespaces share the run directory. */
+static void find_local_devs(void)
 {
 	struct ifaddrs *ifs, *a;
-	int best = -1;
 
 	if (getifaddrs(&ifs))
-		return -1;
+		return;
 	for (a = ifs; a; a = a->ifa_next) {
 		union ibv_gid gid;
 		int d;
@@ -137,11 +139,20 @@ static int local_dev(void)
 		    (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6))
 			continue;
 		cma_gid_of_addr(a->ifa_addr, &gid);
-		if ((d = dev_of_gid(&gid)) >= 0 && (best < 0 || d < best))
-			best = d;
+		if ((d = dev_of_gid(&gid)) >= 0)
+			devs[d].local = true;
 	}
 	freeifaddrs(ifs);
-	return best;
+}
+
+/* A loopback destination: the first device with an address of this host (the kernel's
+ * cma_bind_loopback, used by address resolution only). */
+static int local_dev(void)
+{
+	for (int i = 0; i < ndevs; i++)
+		if (devs[i].local)
+			return i;
+	return -1;
 }
 
 int cma_dev_of_addr(const struct sockaddr *sa)

@@ -52,6 +52,8 @@ struct cma_dev {
 	union ibv_gid gid[CMA_MAX_GIDS];	/* the port's GID table (addresses of its netdev) */
 	int ngids;
 	enum ibv_mtu mtu;		/* the port's active MTU */
+	bool local;			/* holds an address of this host (when opened): not
+					 * another namespace's, seen through a shared rundir */
 };
 /* Open every odpemu device once (later calls return the count). -1/errno if none. */
 int cma_devices(void);
@@ -118,8 +120,10 @@ struct cma_id *cma_id(struct rdma_cm_id *id);
 /* The global lock of the ID list, the devices and the events' unacked counts. */
 extern pthread_mutex_t cma_lock;
 /* The ID of a daemon connection or listener, held (see id.c); NULL if none. */
-struct cma_id *cma_find_conn(int dev, uint32_t conn);
-struct cma_id *cma_find_listener(int dev, uint32_t listener);
+struct cma_id *cma_find_conn(int dev, uint32_t conn, uint64_t user);
+struct cma_id *cma_find_listener(int dev, uint32_t listener, uint64_t user);
+/* Store a daemon handle the event thread may be looking for (under cma_lock). */
+void cma_set_handle(uint32_t *where, uint32_t handle);
 /* Give back a hold no event took over. */
 void cma_id_release(struct cma_id *id);
 /* A new ID like rdma_create_id's (on chan, or its own channel when sync). */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* conn — QPs and connections: rdma_create_qp (RESET to INIT), rdma_connect, rdma_accept
- * (the QP to RTR and RTS with what the CM carried, as librdmacm does with the kernel's
- * rdma_init_qp_attr), reject, establish, disconnect (the QP to ERR); and the daemon's
- * events turned into the client's (cma_translate). */
+/* conn — QPs and connections: rdma_create_qp (RESET to INIT; a UD QP on to RTS),
+ * rdma_connect, rdma_accept (the QP to RTR and RTS with what the CM carried, as librdmacm
+ * does with the kernel's rdma_init_qp_attr), reject, establish, disconnect (the QP to
+ * ERR); and the daemon's events turned into the client's (cma_translate). The UDP port
+ * space's "connection" is SIDR: rdma_connect asks which QP serves the service, rdma_accept
+ * answers with ours, and ESTABLISHED carries the peer's QPN, Q_Key and address handle. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,9 @@
 #include "cma.h"
 
 #define MAX_RD_ATOM 16	/* the device's max_qp_rd_atom */
+#define REQ_PRIV 56		/* REQ's private data after rdma_cm's IP header */
+#define SIDR_REQ_PRIV 180	/* SIDR_REQ's private data after rdma_cm's IP header */
+#define SIDR_REP_PRIV 136	/* SIDR_REP's */
 
 static uint32_t random_psn(void)
 {
@@ -39,10 +44,16 @@ static int qp_init(struct ibv_qp *qp)
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_ATOMIC };
 
-	if (qp->qp_type == IBV_QPT_UD) {
+	if (qp->qp_type == IBV_QPT_UD) {	/* to RTS at once, as librdmacm's ucma_init_ud_qp */
 		a.qkey = RDMA_UDP_QKEY;
-		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				     IBV_QP_QKEY);
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_QKEY))
+			return -1;
+		a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+		if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+			return -1;
+		a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0 };
+		return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	}
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS);
@@ -203,9 +214,13 @@ CMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cid)
 
 static struct odpemu_cm_qp cm_qp(const struct cma_id *id, const struct rdma_conn_param *p)
 {
+	bool ud = id->id.ps == RDMA_PS_UDP;
+
 	return (struct odpemu_cm_qp){
 		.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0), .psn = id->psn,
-		.qp_type = ODPEMU_QPT_RC, .responder_resources = id->resp_res,
+		.qkey = ud ? RDMA_UDP_QKEY : 0,
+		.qp_type = ud ? ODPEMU_QPT_UD : ODPEMU_QPT_RC,
+		.responder_resources = id->resp_res,
 		.initiator_depth = id->init_depth, .retry_count = id->retry,
 		.rnr_retry_count = id->rnr_retry, .srq = id->id.srq || (p && p->srq),
 		.flow_control = p ? p->flow_control : 1,
@@ -236,13 +251,13 @@ CMA_EXPORT int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *para
 	struct odpemu_cm_channel *och;
 	struct odpemu_cm_addr src, dst;
 	struct odpemu_cm_qp qp;
+	uint32_t conn;
 	int rc;
 
 	if (!cid || id->state != CMA_ROUTE_RESOLVED)
 		return errno = EINVAL, -1;
-	if (cid->ps == RDMA_PS_UDP)
-		return errno = EPROTONOSUPPORT, -1;	/* SIDR: not yet (docs/rdmacm.md) */
-	if (param && param->private_data_len > ODPEMU_CM_PRIVATE_MAX)
+	/* the REQ's (SIDR_REQ's) private data after rdma_cm's IP header */
+	if (param && param->private_data_len > (cid->ps == RDMA_PS_UDP ? SIDR_REQ_PRIV : REQ_PRIV))
 		return errno = EINVAL, -1;
 	if (!id->psn)
 		id->psn = random_psn();
@@ -256,13 +271,33 @@ CMA_EXPORT int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *para
 	rc = odpemu_cm_connect(och, (enum odpemu_cm_ps)cid->ps, &src, &dst, &qp,
 			       param ? param->private_data : NULL,
 			       param ? param->private_data_len : 0, (uint64_t)(uintptr_t)id,
-			       &id->conn);
+			       &conn);
 	if (rc) {
 		id->state = CMA_ROUTE_RESOLVED;
 		return errno = rc, -1;
 	}
-	return id->sync ? cma_sync_wait(id, cid->qp ? RDMA_CM_EVENT_ESTABLISHED :
+	cma_set_handle(&id->conn, conn);	/* its events may be arriving already */
+	return id->sync ? cma_sync_wait(id, cid->qp || cid->ps == RDMA_PS_UDP ?
+					RDMA_CM_EVENT_ESTABLISHED :
 					RDMA_CM_EVENT_CONNECT_RESPONSE) : 0;
+}
+
+/* UD: the SIDR_REP with our QPN and Q_Key; the QP is in RTS since rdma_create_qp, and the
+ * passive side gets no ESTABLISHED (the kernel's cma_accept for UD). */
+static int accept_ud(struct cma_id *id, struct rdma_conn_param *param)
+{
+	struct odpemu_cm_qp qp = cm_qp(id, param);
+	int rc;
+
+	if (param && param->private_data_len > SIDR_REP_PRIV)
+		return errno = EINVAL, -1;
+	rc = odpemu_cm_accept(odp_of(id), id->conn, cma_channel_for(id->chan, id->dev), &qp,
+			      param ? param->private_data : NULL,
+			      param ? param->private_data_len : 0, (uint64_t)(uintptr_t)id);
+	if (rc)
+		return errno = rc, -1;
+	id->state = CMA_CONNECTED;
+	return 0;
 }
 
 CMA_EXPORT int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *param)
@@ -273,6 +308,8 @@ CMA_EXPORT int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *param
 
 	if (!cid || id->state != CMA_REQ_RCVD)
 		return errno = EINVAL, -1;
+	if (cid->ps == RDMA_PS_UDP)
+		return accept_ud(id, param);
 	if (param && param->private_data_len > 196)	/* the REP's private data */
 		return errno = EINVAL, -1;
 	if (!id->psn)
@@ -355,6 +392,30 @@ static struct cma_event *event_for(struct cma_id *id, enum rdma_cm_event_type ty
 	return ce;	/* it carries the hold cma_find_* took on id */
 }
 
+/* UD (SIDR) events: rdma_ud_param, with the address handle to reach the peer's QP. */
+static struct cma_event *event_ud(struct cma_id *id, enum rdma_cm_event_type type,
+				  const struct odpemu_cm_event *e, size_t priv_max)
+{
+	struct cma_event *ce = cma_event_new();
+	struct rdma_ud_param *p;
+
+	if (!ce)
+		return NULL;
+	ce->ev.id = &id->id;
+	ce->ev.event = type;
+	ce->ev.status = e->status;
+	p = &ce->ev.param.ud;
+	p->private_data_len = (uint8_t)(e->private_len < priv_max ? e->private_len : priv_max);
+	memcpy(ce->priv, e->private_data, p->private_data_len);
+	p->private_data = p->private_data_len ? ce->priv : NULL;
+	p->qp_num = e->peer.qpn;
+	p->qkey = e->peer.qkey;
+	p->ah_attr = (struct ibv_ah_attr){ .is_global = 1, .port_num = id->id.port_num,
+		.grh = { .dgid = id->id.route.addr.addr.ibaddr.dgid, .sgid_index = 0,
+			 .hop_limit = 64, .traffic_class = id->tos } };
+	return ce;
+}
+
 static void fill_addr(struct sockaddr_storage *ss, const struct odpemu_cm_addr *a, int family)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -383,7 +444,7 @@ static int family_of(const union ibv_gid *g)
 static struct cma_event *connect_request(struct cma_channel *c, int dev,
 					 const struct odpemu_cm_event *e)
 {
-	struct cma_id *l = cma_find_listener(dev, e->listener), *id;
+	struct cma_id *l = cma_find_listener(dev, e->listener, e->user), *id;
 	struct cma_event *ce;
 	int fam = family_of((const union ibv_gid *)&e->src.gid);
 
@@ -407,7 +468,10 @@ static struct cma_event *connect_request(struct cma_channel *c, int dev,
 
 		cma_create_qp(id, l->ep_pd, &a);
 	}
-	if (!(ce = event_for(l, RDMA_CM_EVENT_CONNECT_REQUEST, e, ODPEMU_CM_PRIVATE_MAX))) {
+	ce = l->id.ps == RDMA_PS_UDP ?
+	     event_ud(l, RDMA_CM_EVENT_CONNECT_REQUEST, e, SIDR_REQ_PRIV) :
+	     event_for(l, RDMA_CM_EVENT_CONNECT_REQUEST, e, ODPEMU_CM_PRIVATE_MAX);
+	if (!ce) {
 		cma_id_release(l);
 		return NULL;
 	}
@@ -443,7 +507,7 @@ struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odp
 
 	if (e->type == ODPEMU_CM_EVENT_CONNECT_REQUEST)
 		return connect_request(c, dev, e);
-	if (!(id = cma_find_conn(dev, e->conn)))
+	if (!(id = cma_find_conn(dev, e->conn, e->user)))
 		return NULL;	/* an ID destroyed since: nobody to tell */
 	switch (e->type) {
 	case ODPEMU_CM_EVENT_CONNECT_RESPONSE:
@@ -451,7 +515,9 @@ struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odp
 		break;
 	case ODPEMU_CM_EVENT_ESTABLISHED:
 		id->state = CMA_CONNECTED;
-		ce = event_for(id, RDMA_CM_EVENT_ESTABLISHED, e, 224);
+		ce = id->id.ps == RDMA_PS_UDP ?
+		     event_ud(id, RDMA_CM_EVENT_ESTABLISHED, e, SIDR_REP_PRIV) :
+		     event_for(id, RDMA_CM_EVENT_ESTABLISHED, e, 224);
 		break;
 	case ODPEMU_CM_EVENT_DISCONNECTED:
 		/* The kernel's CM also moves the QP to ERR here; in user space this thread
@@ -461,7 +527,9 @@ struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odp
 		ce = event_for(id, RDMA_CM_EVENT_DISCONNECTED, e, 0);
 		break;
 	default:	/* REJECTED (status: the IB reason), UNREACHABLE, TIMEWAIT_EXIT, ... */
-		ce = event_for(id, (enum rdma_cm_event_type)e->type, e, 148);
+		ce = id->id.ps == RDMA_PS_UDP ?	/* UNREACHABLE: the SIDR status */
+		     event_ud(id, (enum rdma_cm_event_type)e->type, e, SIDR_REP_PRIV) :
+		     event_for(id, (enum rdma_cm_event_type)e->type, e, 148);
 		break;
 	}
 	if (!ce)

@@ -18,13 +18,23 @@ struct cma_id *cma_id(struct rdma_cm_id *id)
 
 /* Found IDs come held (unacked + 1, so rdma_destroy_id waits): the event made for them
  * takes the hold over, or cma_id_release gives it back. */
-struct cma_id *cma_find_conn(int dev, uint32_t conn)
+/* The daemon may answer before its reply to the call that made the handle has been read
+ * (a REJ comes back while rdma_connect still waits for its connection's number): an ID
+ * still waiting for its handle is found by the user value the call gave the daemon, the
+ * ID's address, checked against the live IDs. */
+static bool awaits_handle(const struct cma_id *id, uint32_t handle, uint64_t user)
+{
+	return !handle && (uint64_t)(uintptr_t)id == user;
+}
+
+struct cma_id *cma_find_conn(int dev, uint32_t conn, uint64_t user)
 {
 	struct cma_id *id;
 
 	pthread_mutex_lock(&cma_lock);
 	for (id = ids; id; id = id->next)
-		if (id->dev == dev && id->conn == conn)
+		if (id->dev == dev && (id->conn == conn ||
+				       (id->state == CMA_CONNECT && awaits_handle(id, id->conn, user))))
 			break;
 	if (id)
 		id->unacked++;
@@ -32,18 +42,29 @@ struct cma_id *cma_find_conn(int dev, uint32_t conn)
 	return id;
 }
 
-struct cma_id *cma_find_listener(int dev, uint32_t listener)
+struct cma_id *cma_find_listener(int dev, uint32_t listener, uint64_t user)
 {
 	struct cma_id *id;
 
+	if (dev < 0 || dev >= CMA_MAX_DEVS)
+		return NULL;
 	pthread_mutex_lock(&cma_lock);
 	for (id = ids; id; id = id->next)
-		if (dev >= 0 && dev < CMA_MAX_DEVS && id->listen[dev] == listener)
+		if (id->listen[dev] == listener ||
+		    ((id->state == CMA_BOUND || id->state == CMA_LISTEN) &&
+		     awaits_handle(id, id->listen[dev], user)))
 			break;
 	if (id)
 		id->unacked++;
 	pthread_mutex_unlock(&cma_lock);
 	return id;
+}
+
+void cma_set_handle(uint32_t *where, uint32_t handle)
+{
+	pthread_mutex_lock(&cma_lock);
+	*where = handle;
+	pthread_mutex_unlock(&cma_lock);
 }
 
 void cma_id_release(struct cma_id *id)
@@ -154,12 +175,12 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *cid)
 	return 0;
 }
 
-/* A wildcard or loopback address binds no device (id->verbs stays NULL): the device is
- * chosen by rdma_resolve_addr, or each device listens. A loopback-bound listener hears
- * only connections to the loopback address, as the kernel matches the IP header's
- * destination (cma_match_private_data). libfabric's verbs provider relies on this: its
- * passive fi_getinfo binds "localhost" and, finding no device on the ID, offers the
- * devices' own addresses (vrb_fill_addr). */
+/* A wildcard address, or a loopback address no daemon runs on, binds no device (id->verbs
+ * stays NULL): the device is chosen by rdma_resolve_addr, or each device listens. A
+ * loopback-bound listener hears only connections to the loopback address, as the kernel
+ * matches the IP header's destination (cma_match_private_data). libfabric's verbs
+ * provider relies on this: its passive fi_getinfo binds "localhost" and, finding no
+ * device on the ID, offers the devices' own addresses (vrb_fill_addr). */
 CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 {
 	struct cma_id *id = cma_id(cid);
@@ -170,11 +191,13 @@ CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 		return errno = EINVAL, -1;
 	memcpy(&cid->route.addr.src_storage, addr, len);
 	id->state = CMA_BOUND;
-	if (cma_is_loopback(addr) || (addr->sa_family == AF_INET ?
+	if (addr->sa_family == AF_INET ?
 	    ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY) :
-	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr)))
+	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr))
 		return cma_devices() < 0 ? -1 : 0;	/* no device yet: see above */
 	if ((dev = cma_dev_of_addr(addr)) < 0) {
+		if (cma_is_loopback(addr) && cma_devices() > 0)
+			return 0;	/* see above (a daemon on 127.0.0.2 owns that one) */
 		id->state = CMA_IDLE;
 		return errno = EADDRNOTAVAIL, -1;	/* no odpemu device has this address */
 	}
@@ -187,6 +210,7 @@ static int listen_on(struct cma_id *id, int dev, uint16_t *port, unsigned backlo
 	struct odpemu_cm_channel *och = cma_channel_for(id->chan, dev);
 	struct odpemu_cm_addr a = { .port = *port };
 	union ibv_gid loopback;
+	uint32_t handle;
 	int rc;
 
 	if (!och)
@@ -198,8 +222,11 @@ static int listen_on(struct cma_id *id, int dev, uint16_t *port, unsigned backlo
 		memcpy(a.gid.raw, loopback.raw, 16);
 	}
 	rc = odpemu_cm_listen(och, (enum odpemu_cm_ps)id->id.ps, &a, backlog,
-			      (uint64_t)(uintptr_t)id, &id->listen[dev], port);
-	return rc ? (errno = rc, -1) : 0;
+			      (uint64_t)(uintptr_t)id, &handle, port);
+	if (rc)
+		return errno = rc, -1;
+	cma_set_handle(&id->listen[dev], handle);	/* requests may be arriving already */
+	return 0;
 }
 
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
@@ -212,17 +239,20 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	if (!cid || id->state != CMA_BOUND || n < 0)
 		return errno = EINVAL, -1;
 	port = cma_port_of(src);
-	for (int i = 0; i < n; i++) {
-		if (id->dev >= 0 && i != id->dev)
-			continue;
-		if (listen_on(id, i, &port, backlog > 0 ? (unsigned)backlog : 0)) {
-			int err = errno;
+	/* This host's devices first: a peer that connects as soon as it learns we are about to
+	 * listen (perftest -R's second connection) then finds the listener sooner. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			if ((id->dev >= 0 && i != id->dev) || cma_dev(i)->local != !pass)
+				continue;
+			if (listen_on(id, i, &port, backlog > 0 ? (unsigned)backlog : 0)) {
+				int err = errno;
 
-			release_daemon(id);
-			memset(id->listen, 0, sizeof(id->listen));
-			return errno = err, -1;
+				release_daemon(id);
+				memset(id->listen, 0, sizeof(id->listen));
+				return errno = err, -1;
+			}
 		}
-	}
 	cma_set_port(src, port);	/* the port the daemon picked, for rdma_get_src_port */
 	id->state = CMA_LISTEN;
 	return 0;

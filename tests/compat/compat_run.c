@@ -362,8 +362,16 @@ static int run_pair(struct h_env *e, unsigned port, const char *const *senv,
 		return -1;
 	}
 	r->cexit = collect(&c, &r->client, timeout_s, &r->cout);
-	/* the server ends with the client, or has nobody left to talk to */
-	r->sexit = collect(&s, &r->server, 10, &r->sout);
+	/* the server ends with the client, or has nobody left to talk to; a client that
+	 * crashed (killed by a signal) may leave it waiting for a connection: stopped, not
+	 * counted as a hang */
+	if (r->cexit > 128 && !exited(&s, 2)) {
+		r->sexit = exit_code(tr_wait(&s, 0));
+		r->sout = tr_output(&s);
+		unlink(s.out);
+	} else {
+		r->sexit = collect(&s, &r->server, 10, &r->sout);
+	}
 	return 0;
 }
 
@@ -388,6 +396,17 @@ int cr_pair_run(struct h_env *e, const char *prog, const char *const *opts, stru
 	side_args(&r->server, prog, opts, port, e->host[1].name, NULL);
 	side_args(&r->client, prog, opts, port, e->host[0].name, e->host[1].addr);
 	return cr_pair_run_args(e, port, NULL, NULL, r, timeout_s);
+}
+
+int cr_pair_run_rdmacm(struct h_env *e, const char *prog, const char *const *opts,
+		       struct cr_pair *r, int timeout_s)
+{
+	unsigned port = cr_port(e);
+
+	memset(r, 0, sizeof(*r));
+	side_args(&r->server, prog, opts, port, e->host[1].name, NULL);
+	side_args(&r->client, prog, opts, port, e->host[0].name, e->host[1].addr);
+	return cr_pair_run_cm(e, NULL, NULL, r, timeout_s);
 }
 
 void cr_pair_show(const struct cr_pair *r)
@@ -417,6 +436,65 @@ void cr_pair_free(struct cr_pair *r)
 	free(r->sout);
 	free(r->cout);
 	r->sout = r->cout = NULL;
+}
+
+int cr_start(struct h_env *e, int host, const struct cr_args *a, const char *const *extra,
+	     struct tr_proc *p)
+{
+	const char *env[16];
+
+	return tr_start(e, host, a->v, env_with(env, extra), p);
+}
+
+bool cr_exited(struct tr_proc *p, int timeout_ms)
+{
+	for (int k = 0; p->status < 0 && k <= timeout_ms / 10; k++) {
+		if (waitpid(p->pid, &p->status, WNOHANG) == p->pid)
+			return true;
+		p->status = -1;
+		if (k < timeout_ms / 10)
+			nap_ms(10);
+	}
+	return p->status >= 0;
+}
+
+int cr_collect(struct tr_proc *p, const struct cr_args *a, int timeout_s, char **out)
+{
+	return collect(p, a, timeout_s, out);
+}
+
+/* name's value in ctx's device counters (0 when absent) */
+static unsigned long long dev_counter(struct odpemu_context *ctx, const char *name)
+{
+	unsigned long long n = h_counter(ctx, ODPEMU_COUNTERS_DEVICE, 0, name);
+
+	return n == UINT64_MAX ? 0 : n;
+}
+
+unsigned long long cr_dev_counter(struct h_env *e, int host, const char *name)
+{
+	struct odpemu_context *ctx = h_open(e, host);
+	unsigned long long n = dev_counter(ctx, name);
+
+	odpemu_close_device(ctx);
+	return n;
+}
+
+bool cr_wait_dev_counter(struct h_env *e, int host, const char *name,
+			 unsigned long long above, struct tr_proc *p, int timeout_ms)
+{
+	struct odpemu_context *ctx = h_open(e, host);
+	bool grew = false;
+
+	for (int k = 0; !grew && k < timeout_ms / 10; k++) {
+		if ((grew = dev_counter(ctx, name) > above))
+			break;
+		if (p && cr_exited(p, 0))
+			break;
+		nap_ms(10);
+	}
+	odpemu_close_device(ctx);
+	return grew;
 }
 
 double cr_counter(struct h_env *e, const char *dev, const char *name)

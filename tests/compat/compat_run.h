@@ -79,6 +79,10 @@ int cr_pair_run_args(struct h_env *e, unsigned port, const char *const *senv,
  * counter grew), since such a server opens no socket of its own. */
 int cr_pair_run_cm(struct h_env *e, const char *const *senv, const char *const *cenv,
 		   struct cr_pair *r, int timeout_s);
+/* cr_pair_run for programs that meet over rdma_cm (perftest -R: its -p port is an
+ * rdma_cm port, not a TCP one). */
+int cr_pair_run_rdmacm(struct h_env *e, const char *prog, const char *const *opts,
+		       struct cr_pair *r, int timeout_s);
 /* Both exited 0 and the client's output holds `want` (NULL: anything); otherwise print
  * both command lines and outputs. */
 bool cr_pair_ok(const struct cr_pair *r, const char *want);
@@ -88,6 +92,24 @@ void cr_pair_free(struct cr_pair *r);
 /* The device counter `name` of device `dev` (odpemu-ctl stat -d dev --json), or -1 with a
  * message. */
 double cr_counter(struct h_env *e, const char *dev, const char *name);
+
+/* Start a on host (< 0: here) in the background with cr_env() plus `extra` (may be
+ * NULL): 0 or -1. Collect it with cr_collect. */
+int cr_start(struct h_env *e, int host, const struct cr_args *a, const char *const *extra,
+	     struct tr_proc *p);
+/* Has p exited within timeout_ms (0: now)? Reaps it. */
+bool cr_exited(struct tr_proc *p, int timeout_ms);
+/* Reap p (started as a) within timeout_s, else print its stacks (counted in cr_hangs) and
+ * kill it: its exit code (128+sig when killed), its output in *out (malloc'd). */
+int cr_collect(struct tr_proc *p, const struct cr_args *a, int timeout_s, char **out);
+/* Host's device counter `name` (device scope) through a session of its own, opened for
+ * the call (so a restarted daemon is read, not a dead one's stale session); 0 when the
+ * daemon lacks it. The daemon must be running. */
+unsigned long long cr_dev_counter(struct h_env *e, int host, const char *name);
+/* Wait until that counter exceeds `above`: true; false when p (may be NULL) exits first
+ * or timeout_ms passes. */
+bool cr_wait_dev_counter(struct h_env *e, int host, const char *name,
+			 unsigned long long above, struct tr_proc *p, int timeout_ms);
 
 /* The end of a test: hung programs counted, the daemons' logs shown after a failure, the
  * hosts taken down (their daemons must stop cleanly); the exit code. */

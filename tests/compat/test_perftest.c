@@ -5,7 +5,8 @@
  * (-d odpb) on host 1, the client (-d odpa <host 1>) on host 0, both exit 0 and the client
  * prints its result table. Each program plain and with --odp (perftest refuses --odp for
  * atomics); bandwidth programs also every size (-a), 1 MiB messages and 8 QPs.
- * Page faults on odpb: none on pinned memory, some with --odp.
+ * Page faults on odpb: none on pinned memory, some with --odp. Bandwidth and latency
+ * programs also connect over rdma_cm (-R, plain and --odp), through the daemons' CMs.
  *
  * perftest 4.5-0.17 facts the runs rely on: -F keeps a CPU-frequency mismatch from failing
  * the run; -a always runs 2 B .. 8 MiB (no flag caps it), so it runs with few iterations;
@@ -33,6 +34,10 @@ struct run {
 static const struct run bw_runs[] = {
 	{ { "-n", "200" }, TABLE, NONE },
 	{ { "--odp", "-n", "200" }, TABLE, SOME },
+	/* over rdma_cm (-R): both connections, perftest's own and the test QPs', negotiated
+	 * by the daemons' connection managers */
+	{ { "-R", "-n", "200" }, TABLE, NONE },
+	{ { "-R", "--odp", "-n", "200" }, TABLE, SOME },
 	/* -a ends at MAX_SIZE, 8 MiB: its row must be there */
 	{ { "-a", "-n", "20" }, "\n 8388608 ", ANY },
 	{ { "-s", "1048576", "-n", "200" }, TABLE, ANY },
@@ -47,7 +52,30 @@ static const struct run atomic_runs[] = {
 static const struct run lat_runs[] = {
 	{ { "-n", "200" }, TABLE, NONE },
 	{ { "--odp", "-n", "200" }, TABLE, SOME },
+	{ { "-R", "-n", "200" }, TABLE, NONE },
+	{ { "-R", "--odp", "-n", "200" }, TABLE, SOME },
 };
+
+/* perftest 4.5-0.17 -R opens a second connection for the test QPs: the client connects
+ * as soon as the handshake that precedes it ends, the server listens once it ends there
+ * too. The server's end comes later (its handshake message's send must be acknowledged),
+ * so when the machine is overloaded the client's REQ can reach the server's daemon before
+ * the listener does: REJECTED, reason 8 (no listener), as with the kernel's CM. perftest
+ * then retries with the IDs it has just destroyed and crashes (use after free in
+ * rdma_cm_client_connection). That race, and only it, is run again, up to 3 times; every
+ * retry is printed. */
+static void rdmacm_run(const char *prog, const struct cr_args *o, struct cr_pair *r)
+{
+	for (int attempt = 1;; attempt++) {
+		cr_pair_run_rdmacm(&env, prog, o->v, r, 30);
+		if (attempt == 3 || r->cexit == 0 || !r->cout ||
+		    !strstr(r->cout, "RDMA_CM_EVENT_REJECTED; error: 8"))
+			return;
+		printf("%-64s REJECTED before the server listened (perftest's -R race); "
+		       "again\n", cr_cmdline(&r->client));
+		cr_pair_free(r);
+	}
+}
 
 static void one(const char *prog, const struct run *run)
 {
@@ -59,7 +87,10 @@ static void one(const char *prog, const struct run *run)
 
 	cr_push(&o, "-F", NULL);
 	cr_push_list(&o, run->opts);
-	cr_pair_run(&env, prog, o.v, &r, 30);
+	if (!strcmp(run->opts[0], "-R"))
+		rdmacm_run(prog, &o, &r);
+	else
+		cr_pair_run(&env, prog, o.v, &r, 30);
 	ok = cr_pair_ok(&r, run->want);
 	if (ok && run->faults != ANY)
 		faults = cr_counter(&env, env.host[1].name, "page_faults") - before;

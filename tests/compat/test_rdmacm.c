@@ -7,10 +7,11 @@
  *  - rping -V (every ping verified) for 100 round trips;
  *  - ucmatose with 8 connections, 10 messages each;
  *  - rdma_server / rdma_client (rdma_create_ep, sync IDs, rdma_get_request);
- *  - not yet here: perftest -R (ib_write_bw -R and friends run by hand, but in about one
- *    run of six the client's second connection, for the test QPs, meets REJECTED (no
- *    listener) before the server listens for it; docs/rdmacm.md);
- *  - rping to a port nobody listens on: REJECTED (reason 8, invalid service ID).
+ *  - udaddy with 4 UD "connections" (SIDR_REQ/SIDR_REP), 10 datagrams each way;
+ *  - rping to a port nobody listens on: REJECTED (reason 8, invalid service ID); udaddy
+ *    to one: UNREACHABLE (SIDR status 1, unsupported).
+ * perftest -R runs in the perftest tests; failures (dead daemon, dead server, silent
+ * address) in rdmacm_failures; libfabric in libfabric.
  * The client starts once the server's daemon has its listener (cr_pair_run_cm).
  */
 #include <stdio.h>
@@ -64,6 +65,36 @@ static void rdma_server_client(void)
 	cr_pair_free(&r);
 }
 
+/* The UDP port space: SIDR_REQ/SIDR_REP, then datagrams to the QPN and Q_Key it gave, both
+ * ways (the server answers through ibv_create_ah_from_wc). */
+static void udaddy(void)
+{
+	struct cr_pair r = { 0 };
+
+	cr_push(&r.server, "udaddy", "-b", env.host[1].addr, "-c", "4", "-C", "10", NULL);
+	cr_push(&r.client, "udaddy", "-s", env.host[1].addr, "-c", "4", "-C", "10", NULL);
+	if (run(&r, "return status 0"))
+		T_CHECK(strstr(r.sout, "data transfers complete") &&
+			strstr(r.sout, "return status 0"), "udaddy server:\n%s", r.sout);
+	cr_pair_free(&r);
+}
+
+/* UD to nobody: SIDR_REP "unsupported" at once, UNREACHABLE with that status (1), as the
+ * kernel's cma_sidr_rep_handler reports it. */
+static void udaddy_no_listener(void)
+{
+	struct cr_args a = { 0 };
+	char *out = NULL;
+	int rc;
+
+	cr_push(&a, "udaddy", "-s", env.host[1].addr, "-c", "1", "-C", "1", NULL);
+	rc = cr_run(&env, 0, &a, NULL, &out, 30);
+	T_CHECK(rc != 0 && out && strstr(out, "RDMA_CM_EVENT_UNREACHABLE, error: 1"),
+		"udaddy to a port nobody listens on: exit %d, output:\n%s", rc, out ? out : "");
+	printf("%-64s %s\n", cr_cmdline(&a), rc ? "unreachable, as it should be" : "FAILED");
+	free(out);
+}
+
 /* No listener: the client's REQ is answered with REJ (invalid service ID) at once. */
 static void no_listener(void)
 {
@@ -87,6 +118,8 @@ int main(void)
 	rping();
 	ucmatose();
 	rdma_server_client();
+	udaddy();
 	no_listener();
+	udaddy_no_listener();
 	return cr_finish(&env, "compat-rdmacm");
 }

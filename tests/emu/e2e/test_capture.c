@@ -3,17 +3,27 @@
  * Live-capture conformance: what two real daemons put on the wire is RoCEv2 as Wireshark
  * and scapy understand it. dumpcap records host a's interface (its veth, or lo without
  * namespaces) while every RC verb runs on pinned and ODP MRs with single- and multi-packet
- * sizes, every byte checked. Then:
+ * sizes, every byte checked, and while the daemons' connection managers (emu/cm*.c, driven
+ * through include/odpemu/cm.h as test_cm.c does) exchange their MADs: one connection from
+ * a to a listener on b accepted, established and disconnected (REQ, REP, RTU, DREQ, DREP),
+ * and one to a port nobody listens on, rejected (REJ, reason 8 INVALID_SERVICE_ID). Then:
  *  - tshark decodes every captured RoCEv2 datagram as InfiniBand (a BTH), with no malformed
  *    packet and no expert info of error severity;
- *  - every request and response opcode those verbs need was seen, and nothing else;
- *  - icrc_check.py (scapy) recomputes every IPv4 ICRC and finds it equal to the wire's.
+ *  - every request and response opcode those verbs need was seen, and nothing else; the
+ *    CM's one is UD SEND Only (0x64);
+ *  - every UD SEND Only is a CM MAD as IBA 12.6 sends it (to QP1, Q_Key 0x80010000,
+ *    management class 0x07), and each of REQ, REP, RTU, DREQ, DREP and REJ was seen as
+ *    tshark decodes it (the REJ with reason 8), and no other CM attribute;
+ *  - icrc_check.py (scapy) recomputes every IPv4 ICRC, the CM MADs' included (it fails
+ *    when any of those six messages is missing: --require-cm), and finds it equal to the
+ *    wire's.
  * Capturing needs root (or dumpcap's capabilities): without root, a capture that cannot
  * start skips (77). $ODPEMU_CAPTURE_KEEP=path keeps a copy of the capture.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cm_mad.h"
 #include "harness.h"
+#include "odpemu/cm.h"
+#include "opcode.h"
 #include "ops.h"
 #include "t.h"
 
@@ -34,8 +47,10 @@
 #define CAPTURE_STOP_MS 10000	/* and gone this long after SIGINT */
 #define TOOL_TIMEOUT_MS 120000	/* tshark or the ICRC script on the capture */
 #define EXPERT_ERROR 0x00800000	/* Wireshark's PI_ERROR severity */
+#define CM_WAIT_MS 5000		/* one CM event: a round trip on a quiet link, with margin */
 
-/* RC opcodes (the BTH's first byte); expected ones must all appear in the capture. */
+/* BTH opcodes (its first byte): RC for the verbs, UD SEND Only for the CM's MADs (to QP1,
+ * cm_mad.h). Expected ones must all appear in the capture. */
 static const struct opcode_info {
 	const char *name;
 	bool expected;
@@ -65,6 +80,14 @@ static const struct opcode_info {
 	[0x17] = { "SEND Only with Invalidate", false },
 	[0x1C] = { "FLUSH (raw: unknown to tshark 4.0)", true },
 	[0x1D] = { "ATOMIC WRITE (raw: unknown to tshark 4.0)", true },
+	[ROCE_OP_UD_SEND_ONLY] = { "UD SEND Only (CM MADs)", true },
+};
+
+/* CM attribute IDs the exchange must put on the wire; any other one (MRA: the daemons
+ * never delay, LAP, SIDR) is a failure, as an unexpected opcode is. */
+static const bool cm_expected[CM_ATTR_APR + 1] = {
+	[CM_ATTR_REQ] = true, [CM_ATTR_REP] = true, [CM_ATTR_RTU] = true,
+	[CM_ATTR_DREQ] = true, [CM_ATTR_DREP] = true, [CM_ATTR_REJ] = true,
 };
 
 
@@ -346,51 +369,229 @@ static void exchange(struct h_env *e, struct odpemu_context **ctx, bool odp,
 	munmap(b.buf, BUF + 4096);
 }
 
+/* ---- the connection managers' exchange (CM MADs; the capture checks them afterwards) ---- */
+
+struct cm_end {
+	struct h_side s;		/* its QP: what the CM messages describe */
+	struct odpemu_cm_channel *ch;
+};
+
+/* The next event on ch within CM_WAIT_MS, of type want (test_cm.c's expect). */
+static bool cm_expect(struct odpemu_cm_channel *ch, enum odpemu_cm_event_type want,
+		      struct odpemu_cm_event *ev, const char *when)
+{
+	struct pollfd p = { ch->fd, POLLIN, 0 };
+
+	if (poll(&p, 1, CM_WAIT_MS) != 1) {
+		T_CHECK(0, "CM, %s: no event within %d ms (wanted %s)", when, CM_WAIT_MS,
+			odpemu_cm_event_str(want));
+		return false;
+	}
+	T_EQ(odpemu_cm_get_event(ch, ev), 0, "odpemu_cm_get_event");
+	T_CHECK(ev->type == want, "CM, %s: got %s (status %d), wanted %s", when,
+		odpemu_cm_event_str(ev->type), ev->status, odpemu_cm_event_str(want));
+	return ev->type == want;
+}
+
+static struct odpemu_cm_qp cm_qp(const struct cm_end *e, uint32_t psn)
+{
+	return (struct odpemu_cm_qp){ .qpn = e->s.qp->qp_num, .psn = psn,
+		.qp_type = ODPEMU_QPT_RC, .responder_resources = 4, .initiator_depth = 4,
+		.retry_count = 7, .rnr_retry_count = 7, .mtu = ODPEMU_MTU_4096 };
+}
+
+/* REQ, REP, RTU, then DREQ, DREP. Each step waits for the event the previous message makes
+ * on the other side, so every message has crossed host a's interface (the capture) before
+ * the next is sent. The QPs stay in RESET: the CM only carries their numbers and PSNs, and
+ * the verbs above have put their traffic on the wire already. */
+static void cm_connect_disconnect(struct cm_end *a, struct cm_end *b, uint16_t port)
+{
+	struct odpemu_cm_addr src = { a->s.gid, 40000 }, dst = { b->s.gid, port };
+	struct odpemu_cm_qp qa = cm_qp(a, 0x1234), qb = cm_qp(b, 0xabcdef);
+	struct odpemu_cm_event ev;
+	uint32_t ca = 0, cb = 0;
+
+	T_EQ(odpemu_cm_connect(a->ch, ODPEMU_CM_PS_TCP, &src, &dst, &qa, NULL, 0, 0, &ca), 0,
+	     "CM connect (REQ)");
+	if (!cm_expect(b->ch, ODPEMU_CM_EVENT_CONNECT_REQUEST, &ev, "b, after the REQ"))
+		return;
+	cb = ev.conn;
+	T_EQ(odpemu_cm_accept(b->s.ctx, cb, NULL, &qb, NULL, 0, 0), 0, "CM accept (REP)");
+	if (!cm_expect(a->ch, ODPEMU_CM_EVENT_CONNECT_RESPONSE, &ev, "a, after the REP"))
+		return;
+	T_EQ(odpemu_cm_establish(a->s.ctx, ca, NULL, 0), 0, "CM establish (RTU)");
+	if (!cm_expect(b->ch, ODPEMU_CM_EVENT_ESTABLISHED, &ev, "b, after the RTU"))
+		return;
+	T_EQ(odpemu_cm_disconnect(a->s.ctx, ca, NULL, 0), 0, "CM disconnect (DREQ)");
+	if (!cm_expect(b->ch, ODPEMU_CM_EVENT_DISCONNECTED, &ev, "b, after the DREQ"))
+		return;
+	T_EQ(odpemu_cm_disconnect(b->s.ctx, cb, NULL, 0), 0, "CM disconnect answer (DREP)");
+	if (!cm_expect(a->ch, ODPEMU_CM_EVENT_DISCONNECTED, &ev, "a, after the DREP"))
+		return;
+	/* time-wait (200 ms) over on both sides: destroying them then sends nothing more */
+	cm_expect(a->ch, ODPEMU_CM_EVENT_TIMEWAIT_EXIT, &ev, "a, time-wait over");
+	cm_expect(b->ch, ODPEMU_CM_EVENT_TIMEWAIT_EXIT, &ev, "b, time-wait over");
+	T_EQ(odpemu_cm_destroy(a->s.ctx, ca), 0, "CM destroy a's connection");
+	T_EQ(odpemu_cm_destroy(b->s.ctx, cb), 0, "CM destroy b's connection");
+}
+
+/* A REQ to a port nobody listens on: daemon b answers REJ INVALID_SERVICE_ID, as ib_cm
+ * does. */
+static void cm_rejected(struct cm_end *a, struct cm_end *b, uint16_t port)
+{
+	struct odpemu_cm_addr src = { a->s.gid, 40001 }, dst = { b->s.gid, port };
+	struct odpemu_cm_qp qa = cm_qp(a, 0x5678);
+	struct odpemu_cm_event ev;
+	uint32_t ca = 0;
+
+	T_EQ(odpemu_cm_connect(a->ch, ODPEMU_CM_PS_TCP, &src, &dst, &qa, NULL, 0, 0, &ca), 0,
+	     "CM connect to a port nobody listens on (REQ)");
+	if (cm_expect(a->ch, ODPEMU_CM_EVENT_REJECTED, &ev, "a, no listener (REJ)"))
+		T_EQ(ev.status, CM_REJ_INVALID_SERVICE_ID, "REJ reason INVALID_SERVICE_ID");
+	T_EQ(odpemu_cm_destroy(a->s.ctx, ca), 0, "CM destroy the rejected connection");
+}
+
+static bool cm_end_up(struct cm_end *e, struct odpemu_context *ctx, char host)
+{
+	struct h_qp_opts o;
+
+	h_qp_opts_default(&o);
+	e->s.ctx = ctx;
+	if (h_side_up(&e->s, &o)) {
+		T_CHECK(0, "CM: PD, CQ and QP on host %c", host);
+		return false;
+	}
+	e->ch = odpemu_cm_create_channel(ctx);
+	T_CHECK(e->ch != NULL, "CM channel: %s", strerror(errno));
+	return e->ch != NULL;
+}
+
+static void cm_end_down(struct cm_end *e)
+{
+	if (e->ch)
+		T_EQ(odpemu_cm_destroy_channel(e->ch), 0, "destroy the CM channel");
+	h_pair_down(&(struct h_pair){ .s = { e->s } });
+}
+
+/* The CM's part of the capture: listen on b (the daemon picks an ephemeral port), connect
+ * and disconnect; then a connect to port 7, where nobody listens, rejected. */
+static void cm_exchange(struct odpemu_context **ctx)
+{
+	struct cm_end a = { 0 }, b = { 0 };
+	struct odpemu_cm_addr any = { .port = 0 };
+	uint32_t listener = 0;
+	uint16_t port = 0;
+	int rc;
+
+	if (cm_end_up(&a, ctx[0], 'a') && cm_end_up(&b, ctx[1], 'b')) {
+		rc = odpemu_cm_listen(b.ch, ODPEMU_CM_PS_TCP, &any, 4, 0, &listener, &port);
+		T_EQ(rc, 0, "CM listen on b");
+		if (!rc) {
+			cm_connect_disconnect(&a, &b, port);
+			cm_rejected(&a, &b, 7);
+			T_EQ(odpemu_cm_destroy(b.s.ctx, listener), 0, "CM stop listening");
+		}
+	}
+	cm_end_down(&a);
+	cm_end_down(&b);
+}
+
 /* ---- what tshark makes of the capture ---- */
+
+/* The fields tshark prints per packet (-T fields), tab separated, repeated ones comma
+ * separated; the expert messages last (the only free text). */
+enum field { F_NUMBER, F_PROTOCOLS, F_OPCODE, F_SYNDROME, F_DESTQP, F_QKEY, F_MGMT_CLASS,
+	     F_ATTR_ID, F_REJ_REASON, F_MALFORMED, F_SEVERITY, F_MESSAGE, F_COUNT };
+
+static const char *const fields[F_COUNT] = {
+	[F_NUMBER] = "frame.number",
+	[F_PROTOCOLS] = "frame.protocols",
+	[F_OPCODE] = "infiniband.bth.opcode",
+	[F_SYNDROME] = "infiniband.aeth.syndrome",
+	[F_DESTQP] = "infiniband.bth.destqp",
+	[F_QKEY] = "infiniband.deth.q_key",
+	[F_MGMT_CLASS] = "infiniband.mad.mgmtclass",
+	[F_ATTR_ID] = "infiniband.mad.attributeid",
+	[F_REJ_REASON] = "infiniband.cm.rej.reason",
+	[F_MALFORMED] = "_ws.malformed",
+	[F_SEVERITY] = "_ws.expert.severity",
+	[F_MESSAGE] = "_ws.expert.message",
+};
 
 struct decode {
 	unsigned long packets, not_ib, malformed, expert_errors, rnr_naks;
 	unsigned long seen[256];
+	unsigned long cm[CM_ATTR_APR + 1];	/* CM MADs by attribute ID */
+	unsigned long rej_invalid_sid;		/* REJs with reason INVALID_SERVICE_ID */
 };
 
-/* One line of tshark -T fields: number, protocols, opcode, syndrome, malformed, severities,
- * messages (tab separated; repeated fields comma separated). */
+/* A UD SEND Only: it must be a CM MAD, as the CM sends it, that tshark decodes as one. */
+static void decode_cm(char *const *f, struct decode *d)
+{
+	unsigned long qp = strtoul(f[F_DESTQP], NULL, 0), qkey = strtoul(f[F_QKEY], NULL, 0);
+	unsigned long class = strtoul(f[F_MGMT_CLASS], NULL, 0);
+	unsigned long attr = strtoul(f[F_ATTR_ID], NULL, 0);
+
+	if (qp != CM_GSI_QPN || qkey != CM_GSI_QKEY || !*f[F_MGMT_CLASS] ||
+	    class != CM_MGMT_CLASS || !*f[F_ATTR_ID]) {
+		T_CHECK(0, "frame %s: a UD SEND Only that is not a CM MAD to QP1 (QP %s, Q_Key "
+			"%s, management class '%s', attribute '%s')", f[F_NUMBER], f[F_DESTQP],
+			f[F_QKEY], f[F_MGMT_CLASS], f[F_ATTR_ID]);
+		return;
+	}
+	if (attr >= T_ARRAY_SIZE(d->cm)) {
+		T_CHECK(0, "frame %s: CM attribute %#lx is none of IBA's", f[F_NUMBER], attr);
+		return;
+	}
+	d->cm[attr]++;
+	if (attr == CM_ATTR_REJ && *f[F_REJ_REASON] &&
+	    strtoul(f[F_REJ_REASON], NULL, 0) == CM_REJ_INVALID_SERVICE_ID)
+		d->rej_invalid_sid++;
+}
+
 static void decode_line(char *line, struct decode *d)
 {
-	char *f[7] = { 0 };
+	static char empty[] = "";
+	char *f[F_COUNT];
 	unsigned long op;
 	int n = 0;
 
 	line[strcspn(line, "\n")] = 0;
-	for (char *s = line, *tab; n < 7; s = tab + 1) {
+	for (char *s = line, *tab; n < F_COUNT; s = tab + 1) {
 		f[n++] = s;
 		if (!(tab = strchr(s, '\t')))
 			break;
 		*tab = 0;
 	}
-	if (n < 3)
+	if (n <= F_OPCODE)
 		return;
+	while (n < F_COUNT)	/* fields missing at the end of the line are empty */
+		f[n++] = empty;
 	d->packets++;
-	if (!strstr(f[1], ":infiniband") || !*f[2]) {
+	if (!strstr(f[F_PROTOCOLS], ":infiniband") || !*f[F_OPCODE]) {
 		d->not_ib++;
-		T_CHECK(0, "frame %s (%s) is not decoded as RoCEv2/InfiniBand", f[0], f[1]);
+		T_CHECK(0, "frame %s (%s) is not decoded as RoCEv2/InfiniBand", f[F_NUMBER],
+			f[F_PROTOCOLS]);
 		return;
 	}
-	op = strtoul(f[2], NULL, 0);
+	op = strtoul(f[F_OPCODE], NULL, 0);
 	d->seen[op & 0xff]++;
-	if (n > 3 && *f[3] && ((strtoul(f[3], NULL, 0) >> 5) & 3) == 1)
+	if (*f[F_SYNDROME] && ((strtoul(f[F_SYNDROME], NULL, 0) >> 5) & 3) == 1)
 		d->rnr_naks++;
-	if (n > 4 && *f[4]) {
+	if (op == ROCE_OP_UD_SEND_ONLY)
+		decode_cm(f, d);
+	if (*f[F_MALFORMED]) {
 		d->malformed++;
-		T_CHECK(0, "frame %s (opcode %#lx) is malformed: %s", f[0], op, n > 6 ? f[6] : "");
+		T_CHECK(0, "frame %s (opcode %#lx) is malformed: %s", f[F_NUMBER], op,
+			f[F_MESSAGE]);
 	}
-	for (char *s = n > 5 ? f[5] : NULL, *end; s && *s; s = *end ? end + 1 : end) {
+	for (char *s = f[F_SEVERITY], *end; *s; s = *end ? end + 1 : end) {
 		unsigned long sev = strtoul(s, &end, 0);
 
 		if (sev >= EXPERT_ERROR) {
 			d->expert_errors++;
 			T_CHECK(0, "frame %s (opcode %#lx): expert info of severity %#lx: %s",
-				f[0], op, sev, n > 6 ? f[6] : "");
+				f[F_NUMBER], op, sev, f[F_MESSAGE]);
 			break;
 		}
 		end += strcspn(end, ",");
@@ -405,9 +606,6 @@ static bool decode_capture(struct h_env *e, const char *file, struct decode *d)
 	static const char *const payload_heuristics[] = { "eth_over_ib", "mellanox_eoib",
 		"smcr_infiniband", "smb_direct_infiniband", "nvme_rdma", "lnet_ib",
 		"iser_infiniband", "sdp_infiniband", "fc_infiniband" };
-	static const char *const fields[] = { "frame.number", "frame.protocols",
-		"infiniband.bth.opcode", "infiniband.aeth.syndrome", "_ws.malformed",
-		"_ws.expert.severity", "_ws.expert.message" };
 	char out[200], err[200], port_pref[64], line[4096];
 	const char *argv[64];
 	bool ok;
@@ -433,7 +631,7 @@ static bool decode_capture(struct h_env *e, const char *file, struct decode *d)
 	argv[n++] = "fields";
 	argv[n++] = "-E";
 	argv[n++] = "occurrence=a";
-	for (unsigned i = 0; i < T_ARRAY_SIZE(fields); i++) {
+	for (unsigned i = 0; i < F_COUNT; i++) {
 		argv[n++] = "-e";
 		argv[n++] = fields[i];
 	}
@@ -481,12 +679,14 @@ static void check_icrc(struct h_env *e, const char *file)
 		return;
 	snprintf(port, sizeof(port), "%u", e->port);
 	{
-		/* The ICRC covers the real UDP destination port, 4791 or the test's own. */
-		const char *argv[] = { py, script, "--port", port, file, NULL };
+		/* The ICRC covers the real UDP destination port, 4791 or the test's own.
+		 * --require-cm: the CM's MADs too, each of the six messages at least once. */
+		const char *argv[] = { py, script, "--port", port, "--require-cm", file, NULL };
 
 		fflush(stdout);
-		T_CHECK(run_tool(argv, NULL, NULL), "icrc_check.py: an ICRC differs or none was "
-			"checked (%s %s --port %s CAPTURE)", py, script, port);
+		T_CHECK(run_tool(argv, NULL, NULL), "icrc_check.py: an ICRC differs, none was "
+			"checked or a CM message was missing (%s %s --port %s --require-cm "
+			"CAPTURE)", py, script, port);
 	}
 }
 
@@ -545,6 +745,22 @@ static void report(const struct decode *d)
 				"verb here sends it", op, opcodes[op].name ? opcodes[op].name :
 				"not an RC opcode", d->seen[op]);
 	}
+	for (uint16_t attr = 0; attr < T_ARRAY_SIZE(d->cm); attr++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "%s (management class 0x%02x)", cm_attr_str(attr),
+			 CM_MGMT_CLASS);
+		if (d->cm[attr])
+			printf("  CM 0x%04x   %-42s %5lu\n", attr, name, d->cm[attr]);
+		if (cm_expected[attr])
+			T_CHECK(d->cm[attr] > 0, "CM %s (attribute 0x%04x) never on the wire",
+				cm_attr_str(attr), attr);
+		else
+			T_CHECK(d->cm[attr] == 0, "CM %s (attribute 0x%04x) on the wire %lu times: "
+				"nothing here sends it", cm_attr_str(attr), attr, d->cm[attr]);
+	}
+	T_CHECK(d->rej_invalid_sid > 0, "no REJ with reason %u (INVALID_SERVICE_ID) on the wire",
+		CM_REJ_INVALID_SERVICE_ID);
 }
 
 static void capture_conformance(struct h_env *e)
@@ -570,6 +786,7 @@ static void capture_conformance(struct h_env *e)
 	exchange(e, ctx, false, ODPEMU_FAULT_POLICY_STALL);
 	exchange(e, ctx, true, ODPEMU_FAULT_POLICY_STALL);
 	exchange(e, ctx, true, ODPEMU_FAULT_POLICY_RNR);
+	cm_exchange(ctx);
 	odpemu_close_device(ctx[0]);
 	odpemu_close_device(ctx[1]);
 	ctx[0] = ctx[1] = NULL;
@@ -592,7 +809,7 @@ static void capture_conformance(struct h_env *e)
 	}
 	t2 = ms_now();
 	keep_capture(&cap);
-	printf("time: %lld ms exchange (capture on), %lld ms decode + ICRC\n", t1 - t0, t2 - t1);
+	printf("time: %lld ms verbs + CM (capture on), %lld ms decode + ICRC\n", t1 - t0, t2 - t1);
 }
 
 int main(int argc, char **argv)
