@@ -348,14 +348,16 @@ static void exec_daemon(struct h_env *e, int i, const char *const *extra)
 int h_daemon_start(struct h_env *e, int i, const char *const *extra)
 {
 	char sock[300];
-	pid_t pid = fork();
+	pid_t pid;
 
-	if (pid < 0)
+	/* A killed daemon leaves its socket: gone first, so its presence means "ready". */
+	snprintf(sock, sizeof(sock), "%s/%s.sock", e->rundir, e->host[i].name);
+	unlink(sock);
+	if ((pid = fork()) < 0)
 		return -1;
 	if (pid == 0)
 		exec_daemon(e, i, extra);
 	e->host[i].pid = pid;
-	snprintf(sock, sizeof(sock), "%s/%s.sock", e->rundir, e->host[i].name);
 	for (int k = 0; k < 500; k++) {		/* up to 5 s */
 		int st;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };

@@ -7,7 +7,9 @@
  * it holds no state for: REQ -> REJ INVALID_SERVICE_ID, REP -> REJ INVALID_COMM_ID,
  * DREQ -> DREP, SIDR_REQ -> SIDR_REP UNSUPPORTED; each with the request's Transaction ID
  * and the communication IDs swapped. RTU, MRA and REJ of no exchange, a MAD that is not
- * the CM's, and a MAD from a source QP other than 1 are counted and never answered.
+ * the CM's, and a MAD from a source QP other than 1 are counted and never answered. Then
+ * a UDP port space listener on daemon b answers SIDR_REQs: accepted (QPN, Q_Key, again for
+ * a duplicate) and rejected (status 2).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 
 #include "cm_mad.h"
 #include "harness.h"
+#include "odpemu/cm.h"
 #include "roce.h"
 #include "t.h"
 
@@ -232,6 +235,89 @@ static void sidr_unknown(struct peer *p)
 	T_EQ(r.u.sidr_rep.service_id, m.u.sidr_req.service_id, "the service ID");
 }
 
+/* A CM event on ch within WAIT_MS; false if none. */
+static bool cm_event(struct odpemu_cm_channel *ch, struct odpemu_cm_event *ev)
+{
+	struct pollfd pf = { ch->fd, POLLIN, 0 };
+
+	return poll(&pf, 1, WAIT_MS) == 1 && odpemu_cm_get_event(ch, ev) == 0;
+}
+
+/* A SIDR_REQ from the peer to UDP port `port` of daemon b, rdma_cm's IP header first. */
+static struct cm_msg sidr_req(struct peer *p, uint64_t tid, uint32_t request_id, unsigned port)
+{
+	struct cm_msg m = msg(CM_ATTR_SIDR_REQ, tid);
+	struct sockaddr_storage src = p->self, dst = p->daemon;
+
+	((struct sockaddr_in *)&src)->sin_port = htons(5555);	/* the same for IPv6 */
+	((struct sockaddr_in *)&dst)->sin_port = htons((uint16_t)port);
+	m.u.sidr_req.request_id = request_id;
+	m.u.sidr_req.pkey = 0xffff;
+	m.u.sidr_req.service_id = cm_service_id(CM_PS_UDP, (uint16_t)port);
+	T_EQ(cm_ip_hdr_encode(m.u.sidr_req.private_data, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst), 0, "rdma_cm's IP header");
+	memcpy(m.u.sidr_req.private_data + CM_IP_HDR_LEN, "hello", 5);
+	return m;
+}
+
+/* The UDP port space with a listener (emu/cm_sidr.c): SIDR_REQ -> CONNECT_REQUEST with the
+ * private data after the IP header; a retransmission before the answer is a duplicate;
+ * accept -> SIDR_REP success with the QPN and Q_Key, sent again for a late duplicate;
+ * reject -> SIDR_REP status 2 (rejected) with the private data. */
+static void sidr_listened(struct h_env *e, struct peer *p)
+{
+	struct odpemu_cm_channel *ch = odpemu_cm_create_channel(e->ctx[1]);
+	struct odpemu_cm_addr any = { .port = 7175 };
+	struct odpemu_cm_qp qp = { .qpn = 0x1234, .qkey = 0x01234567, .qp_type = ODPEMU_QPT_UD };
+	unsigned long long dup0 = ctr(e, "cm_duplicates");
+	struct cm_msg m = sidr_req(p, 0x501, 0x5151, 7175), r;
+	struct odpemu_cm_event ev;
+	uint32_t listener = 0;
+
+	T_CHECK(ch != NULL, "a CM channel on daemon b");
+	if (!ch)
+		return;
+	T_EQ(odpemu_cm_listen(ch, ODPEMU_CM_PS_UDP, &any, 0, 7, &listener, NULL), 0,
+	     "listen on UDP port 7175");
+	send_msg(p, &m);
+	T_CHECK(cm_event(ch, &ev), "SIDR_REQ: an event");
+	T_EQ(ev.type, ODPEMU_CM_EVENT_CONNECT_REQUEST, "CONNECT_REQUEST");
+	T_EQ(ev.peer.qp_type, ODPEMU_QPT_UD, "a UD request");
+	T_EQ(ev.src.port, 5555, "the IP header's source port");
+	T_CHECK(ev.private_len >= 5 && !memcmp(ev.private_data, "hello", 5),
+		"the private data after the IP header");
+	send_msg(p, &m);	/* a retransmission while the listener decides */
+	T_CHECK(!recv_msg(p, &r, 200), "no answer to a duplicate before the accept");
+	T_EQ(ctr(e, "cm_duplicates") - dup0, 1, "counted as a duplicate");
+	T_EQ(odpemu_cm_accept(e->ctx[1], ev.conn, NULL, &qp, "ok", 2, 8), 0, "accept");
+	T_CHECK(recv_msg(p, &r, WAIT_MS), "accept: an answer");
+	T_EQ(r.attr, CM_ATTR_SIDR_REP, "SIDR_REP");
+	T_EQ(r.hdr.tid, 0x501, "the SIDR_REQ's Transaction ID");
+	T_EQ(r.u.sidr_rep.request_id, 0x5151, "the request ID");
+	T_EQ(r.u.sidr_rep.status, 0, "status success");
+	T_EQ(r.u.sidr_rep.qpn, 0x1234, "our QPN");
+	T_EQ(r.u.sidr_rep.qkey, 0x01234567, "our Q_Key");
+	T_EQ(r.u.sidr_rep.service_id, m.u.sidr_req.service_id, "the service ID");
+	T_CHECK(!memcmp(r.u.sidr_rep.private_data, "ok", 2), "the accept's private data");
+	send_msg(p, &m);	/* our SIDR_REP "was lost" */
+	T_CHECK(recv_msg(p, &r, WAIT_MS) && r.attr == CM_ATTR_SIDR_REP && r.u.sidr_rep.status == 0
+		&& r.u.sidr_rep.qpn == 0x1234, "a late duplicate gets the same SIDR_REP");
+	odpemu_cm_destroy(e->ctx[1], ev.conn);
+
+	m = sidr_req(p, 0x502, 0x5252, 7175);
+	send_msg(p, &m);
+	T_CHECK(cm_event(ch, &ev) && ev.type == ODPEMU_CM_EVENT_CONNECT_REQUEST,
+		"a second SIDR_REQ: CONNECT_REQUEST");
+	T_EQ(odpemu_cm_reject(e->ctx[1], ev.conn, "no", 2), 0, "reject");
+	T_CHECK(recv_msg(p, &r, WAIT_MS) && r.attr == CM_ATTR_SIDR_REP, "reject: SIDR_REP");
+	T_EQ(r.u.sidr_rep.status, 2, "status REJECT");
+	T_EQ(r.u.sidr_rep.request_id, 0x5252, "its request ID");
+	T_CHECK(!memcmp(r.u.sidr_rep.private_data, "no", 2), "the reject's private data");
+	odpemu_cm_destroy(e->ctx[1], ev.conn);
+	odpemu_cm_destroy(e->ctx[1], listener);
+	T_EQ(odpemu_cm_destroy_channel(ch), 0, "the channel goes");
+}
+
 /* Answers to nothing, a MAD of another class, one from a source QP other than 1: counted,
  * not answered (the next probe's answer is the next thing we read). */
 static void silent_ones(struct h_env *e, struct peer *p)
@@ -275,6 +361,7 @@ static void body(struct h_env *e)
 	dreq_unknown(&p);
 	sidr_unknown(&p);
 	silent_ones(e, &p);
+	sidr_listened(e, &p);
 	T_EQ(ctr(e, "cm_rx_req") - req0, 1, "cm_rx_req");
 	T_EQ(ctr(e, "cm_tx_rej") - rej0, 2, "cm_tx_rej");
 	T_CHECK(ctr(e, "gsi_received") >= 9, "gsi_received %llu", ctr(e, "gsi_received"));
