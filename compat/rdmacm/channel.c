@@ -48,27 +48,43 @@ CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		return errno = err, NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->parked, NULL);
 	return &c->ch;
 }
 
+/* Programs destroy a channel while another of their threads waits in rdma_get_cm_event on
+ * it (rping and cmtime do, at exit). On a kernel channel that thread stays blocked (closing
+ * an fd does not end a call already waiting on it) and the program exits around it; here
+ * too: the waiter parks for good, and the channel stays allocated for it. */
 CMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *ch)
 {
 	struct cma_channel *c = cma_chan(ch);
+	bool parked;
 
 	if (!ch)
 		return;
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	parked = c->waiters > 0;
 	for (int i = 0; i < CMA_MAX_DEVS; i++)
-		if (c->dev_ch[i])
+		if (c->dev_ch[i]) {
 			odpemu_cm_destroy_channel(c->dev_ch[i]);
+			c->dev_ch[i] = NULL;
+		}
 	while (c->head) {
 		struct cma_event *e = c->head;
 
 		c->head = e->next;
 		free(e);
 	}
+	c->tail = NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (parked)
+		return;
 	close(c->pipe[0]);
 	close(c->pipe[1]);
 	close(c->ch.fd);
+	pthread_cond_destroy(&c->parked);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -158,6 +174,8 @@ static struct cma_event *next_event(struct cma_channel *c)
 	pthread_mutex_lock(&c->lock);
 	do {
 		any = false;
+		if (c->closing)
+			break;
 		if ((e = pop_local(c)))
 			break;
 		for (int i = 0; i < CMA_MAX_DEVS && !e; i++)
@@ -167,14 +185,8 @@ static struct cma_event *next_event(struct cma_channel *c)
 	return e;
 }
 
-CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **event)
+static int wait_event(struct cma_channel *c, bool nonblock, struct rdma_cm_event **event)
 {
-	struct cma_channel *c = cma_chan(ch);
-	bool nonblock;
-
-	if (!ch || !event)
-		return errno = EINVAL, -1;
-	nonblock = fcntl(ch->fd, F_GETFL) & O_NONBLOCK;
 	for (;;) {
 		struct cma_event *e = next_event(c);
 		struct epoll_event ev;
@@ -185,9 +197,33 @@ CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_e
 		}
 		if (nonblock)
 			return errno = EAGAIN, -1;
-		if (epoll_wait(ch->fd, &ev, 1, -1) < 0 && errno != EINTR)
+		pthread_mutex_lock(&c->lock);
+		while (c->closing)	/* destroyed under us: blocked for good (see above) */
+			pthread_cond_wait(&c->parked, &c->lock);
+		pthread_mutex_unlock(&c->lock);
+		if (epoll_wait(c->ch.fd, &ev, 1, -1) < 0 && errno != EINTR)
 			return -1;
 	}
+}
+
+CMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **event)
+{
+	struct cma_channel *c = cma_chan(ch);
+	bool nonblock;
+
+	int rc;
+
+	if (!ch || !event)
+		return errno = EINVAL, -1;
+	nonblock = fcntl(ch->fd, F_GETFL) & O_NONBLOCK;
+	pthread_mutex_lock(&c->lock);
+	c->waiters++;
+	pthread_mutex_unlock(&c->lock);
+	rc = wait_event(c, nonblock, event);
+	pthread_mutex_lock(&c->lock);
+	c->waiters--;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 CMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)

@@ -81,6 +81,9 @@ struct cma_channel {
 	int pipe[2];			/* a byte per local event: keeps ch.fd readable */
 	struct cma_event *head, *tail;	/* local events, oldest first */
 	struct odpemu_cm_channel *dev_ch[CMA_MAX_DEVS];	/* per device, made on first use */
+	unsigned waiters;		/* threads inside rdma_get_cm_event */
+	bool closing;			/* destroyed: a waiter parks on `parked` for good */
+	pthread_cond_t parked;		/* never signalled */
 };
 struct cma_channel *cma_chan(struct rdma_event_channel *ch);
 /* The device's CM channel of c (created and added to the epoll set on first use). */

@@ -4,16 +4,19 @@
  * librdmacm.so.1 and libibverbs.so.1 between the two daemons of the e2e harness: each
  * pair connects through the daemons' connection managers (REQ/REP/RTU on QP1), moves and
  * checks its data, and disconnects (DREQ/DREP):
- *  - rping -V (every ping verified) for 100 round trips;
+ *  - rping -v -V (every ping printed and verified) for 1000 round trips;
  *  - ucmatose with 8 connections, 10 messages each;
  *  - rdma_server / rdma_client (rdma_create_ep, sync IDs, rdma_get_request);
  *  - udaddy with 4 UD "connections" (SIDR_REQ/SIDR_REP), 10 datagrams each way;
+ *  - cmtime with 16 connections at once (its client destroys the event channel while its
+ *    event thread still waits on it);
  *  - rping to a port nobody listens on: REJECTED (reason 8, invalid service ID); udaddy
  *    to one: UNREACHABLE (SIDR status 1, unsupported).
  * perftest -R runs in the perftest tests; failures (dead daemon, dead server, silent
  * address) in rdmacm_failures; libfabric in libfabric.
  * The client starts once the server's daemon has its listener (cr_pair_run_cm).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +40,9 @@ static void rping(void)
 {
 	struct cr_pair r = { 0 };
 
-	cr_push(&r.server, "rping", "-s", "-a", env.host[1].addr, "-V", "-C", "100", NULL);
-	cr_push(&r.client, "rping", "-c", "-a", env.host[1].addr, "-V", "-C", "100", NULL);
-	run(&r, NULL);
+	cr_push(&r.server, "rping", "-s", "-a", env.host[1].addr, "-v", "-V", "-C", "1000", NULL);
+	cr_push(&r.client, "rping", "-c", "-a", env.host[1].addr, "-v", "-V", "-C", "1000", NULL);
+	run(&r, "ping data: rdma-ping-999: ");	/* -v prints every ping; the last one came */
 	cr_pair_free(&r);
 }
 
@@ -77,6 +80,37 @@ static void udaddy(void)
 		T_CHECK(strstr(r.sout, "data transfers complete") &&
 			strstr(r.sout, "return status 0"), "udaddy server:\n%s", r.sout);
 	cr_pair_free(&r);
+}
+
+/* cmtime: 16 connections set up at once and timed, step by step; its server serves until
+ * it is stopped (SIGTERM here, once the client is done). */
+static void cmtime(void)
+{
+	unsigned long long listens = cr_dev_counter(&env, 1, "cm_listens");
+	struct cr_args sa = { 0 }, ca = { 0 };
+	char *sout = NULL, *cout = NULL;
+	struct tr_proc s;
+	int rc;
+
+	cr_push(&sa, "cmtime", "-b", env.host[1].addr, "-c", "16", NULL);
+	cr_push(&ca, "cmtime", "-s", env.host[1].addr, "-c", "16", NULL);
+	if (cr_start(&env, 1, &sa, NULL, &s))
+		return;
+	if (!cr_wait_dev_counter(&env, 1, "cm_listens", listens, &s, 20000)) {
+		T_CHECK(false, "cmtime -b never listened");
+		cr_collect(&s, &sa, 0, &sout);
+		free(sout);
+		return;
+	}
+	rc = cr_run(&env, 0, &ca, NULL, &cout, 60);
+	T_CHECK(rc == 0 && cout && strstr(cout, "connect      :") && strstr(cout, "disconnect   :"),
+		"cmtime -c 16: exit %d, output:\n%s", rc, cout ? cout : "");
+	T_CHECK(!cr_exited(&s, 0), "the cmtime server still serves after its client");
+	kill(s.pid, SIGTERM);
+	cr_collect(&s, &sa, 10, &sout);
+	printf("%-64s %s\n", cr_cmdline(&ca), rc ? "FAILED" : "ok");
+	free(sout);
+	free(cout);
 }
 
 /* UD to nobody: SIDR_REP "unsupported" at once, UNREACHABLE with that status (1), as the
@@ -119,6 +153,7 @@ int main(void)
 	ucmatose();
 	rdma_server_client();
 	udaddy();
+	cmtime();
 	no_listener();
 	udaddy_no_listener();
 	return cr_finish(&env, "compat-rdmacm");
