@@ -249,6 +249,9 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "mrs_pinned_shared", d->ctr.mrs_pinned_shared);
 	put(l, "mrs_pinned_by_address", d->ctr.mrs_pinned_by_address);
 	put(l, "uffd_events", d->ctr.uffd_events);
+	put(l, "watch_changes", d->ctr.watch_changes);
+	put(l, "watch_fired", d->ctr.watch_fired);
+	put(l, "watch_errors", d->ctr.watch_errors);
 	put(l, "loop_sleeps", d->ctr.loop_sleeps);
 	put(l, "mem_read_errors", d->ctr.mem_read_errors);
 	put(l, "mem_write_errors", d->ctr.mem_write_errors);

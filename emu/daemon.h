@@ -74,6 +74,8 @@ struct emu_daemon {
 		uint64_t mrs_pinned_shared, mrs_pinned_by_address;
 		uint64_t fault_deliver_wait_ns;	/* answer due -> delivered to nic/ */
 		uint64_t loop_sleeps;		/* the loop stopped spinning and waited */
+		uint64_t watch_changes;		/* mapping changes held for the notifier */
+		uint64_t watch_fired, watch_errors;	/* Z words written; writes that failed */
 		uint64_t fault_lat_us[24];	/* fault submit -> answer delivered, log2 µs */
 		struct emu_lathist fault_lat_ns;	/* the same, log-linear ns (lathist.h) */
 	} ctr;

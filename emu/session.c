@@ -18,6 +18,7 @@
 #include "log.h"
 #include "notifier.h"
 #include "session.h"
+#include "watch.h"
 #include "verbs.h"
 
 #define SESSION_MAX_OBJS (1u << 16)
@@ -86,6 +87,22 @@ void emu_session_set_uffd(struct emu_session *s, int uffd, int relay)
 	emu_session_arm(s, relay, &s->uffd_io);
 }
 
+static void on_supervise(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct emu_session *s = (struct emu_session *)((char *)io - offsetof(struct emu_session, sup_io));
+
+	if (!s->dead && cqe->res > 0)
+		emu_watch_serve(s);
+	poll_done(s, cqe, s->supervise, io);
+}
+
+void emu_session_set_supervise(struct emu_session *s, int listener)
+{
+	s->supervise = listener;
+	s->sup_io.fn = on_supervise;
+	emu_session_arm(s, listener, &s->sup_io);
+}
+
 /* Only the daemon's user, its group, or root may use the device (the socket is 0660). */
 static bool peer_allowed(struct ucred *cr)
 {
@@ -109,7 +126,7 @@ int emu_session_accept(struct emu_daemon *d, int fd)
 	s->sock = fd;
 	s->pid = cr.pid;
 	s->uid = cr.uid;
-	s->uffd = s->uffd_relay = s->event_wr = -1;
+	s->uffd = s->uffd_relay = s->event_wr = s->supervise = -1;
 	s->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->id = d->next_client++;
 	if (s->doorbell < 0) {
@@ -235,7 +252,7 @@ void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint3
  * MRs, channels, PDs. */
 static void destroy_all(struct emu_session *s)
 {
-	static const enum emu_obj_type order[] = { EMU_OBJ_CM_CONN, EMU_OBJ_CM_LISTEN,
+	static const enum emu_obj_type order[] = { EMU_OBJ_WATCH, EMU_OBJ_CM_CONN, EMU_OBJ_CM_LISTEN,
 		EMU_OBJ_CM_CHANNEL, EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ, EMU_OBJ_MR,
 		EMU_OBJ_CHANNEL, EMU_OBJ_PD };
 
@@ -264,10 +281,11 @@ static void unlink_session(struct emu_session *s)
  * its final completion, and the last one frees the session (poll_done). */
 static void cancel_polls(struct emu_session *s)
 {
-	struct emu_io *ios[] = { &s->sock_io, &s->db_io, &s->uffd_io };
+	struct emu_io *ios[] = { &s->sock_io, &s->db_io, &s->uffd_io, &s->sup_io };
+	bool armed[] = { true, true, s->uffd_relay >= 0, s->supervise >= 0 };
 
-	for (unsigned i = 0; i < (s->uffd_relay >= 0 ? 3u : 2u); i++) {
-		int rc = emu_loop_cancel_sync(&s->d->loop, ios[i]);
+	for (unsigned i = 0; i < sizeof(ios) / sizeof(ios[0]); i++) {
+		int rc = armed[i] ? emu_loop_cancel_sync(&s->d->loop, ios[i]) : 0;
 
 		if (rc)
 			emu_log(EMU_LOG_WARN, "session %u: cancelling a poll: %s", s->id,
@@ -295,6 +313,8 @@ void emu_session_close(struct emu_session *s)
 		close(s->uffd);
 	if (s->uffd_relay >= 0)
 		close(s->uffd_relay);
+	if (s->supervise >= 0)
+		close(s->supervise);	/* the process's held calls now fail (docs/regcache.md) */
 	if (s->event_wr >= 0)
 		close(s->event_wr);
 	free(s->objs);

@@ -41,8 +41,8 @@ struct nic_srq;
 struct emu_session;
 
 enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
-	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN };
-#define EMU_OBJ_TYPES (EMU_OBJ_CM_CONN + 1)	/* index bound of a per-type array (0 unused) */
+	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN, EMU_OBJ_WATCH };
+#define EMU_OBJ_TYPES (EMU_OBJ_WATCH + 1)	/* index bound of a per-type array (0 unused) */
 
 /* One object of a session: the nic/ object it stands for, the objects it names (their
  * refs count it), its rings. */
@@ -70,6 +70,9 @@ struct emu_obj {
 		struct emu_cm_listener *cm_listen;
 		struct emu_cm_conn *cm_conn;
 		struct {
+			uint64_t addr, end, z;	/* [addr, end) watched; the word to set */
+		} watch;
+		struct {
 			struct nic_cq *cq;
 			struct emu_obj *channel;
 			struct emu_ring ring;
@@ -95,10 +98,11 @@ struct emu_obj {
 struct emu_session {
 	struct emu_daemon *d;
 	struct emu_session *next;
-	struct emu_io sock_io, db_io, uffd_io;
+	struct emu_io sock_io, db_io, uffd_io, sup_io;
 	int sock, doorbell, event_wr;
 	int uffd;			/* the client's userfaultfd: we register ranges on it */
 	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
+	int supervise;			/* the listener of its seccomp filter (watch.h), or -1 */
 	pid_t pid;
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */
@@ -131,6 +135,8 @@ void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint3
 void emu_session_arm(struct emu_session *s, int fd, struct emu_io *io);
 /* Take the client's userfaultfd and the socket its events are relayed on (notifier.h). */
 void emu_session_set_uffd(struct emu_session *s, int uffd, int relay);
+/* Take the listener of the client's seccomp filter and serve it (watch.h). */
+void emu_session_set_supervise(struct emu_session *s, int listener);
 
 /* The object of s with this handle and type, or NULL. */
 struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type);

@@ -24,6 +24,7 @@
 #include "rings.h"
 #include "session.h"
 #include "verbs.h"
+#include "watch.h"
 
 
 static int ok(struct emu_req *r, const void *body, size_t len)
@@ -524,6 +525,8 @@ int emu_obj_destroy(struct emu_obj *o)
 	case EMU_OBJ_CM_CONN:
 		emu_cm_obj_destroy(o);
 		break;
+	case EMU_OBJ_WATCH:
+		break;		/* nothing beyond the object */
 	}
 	if (rc)
 		return rc;
@@ -554,5 +557,7 @@ emu_op_fn emu_op_handler(unsigned op)
 
 	if (op >= IPC_OP_MAX)
 		return NULL;
-	return table[op] ? table[op] : emu_cm_op(op);
+	if (table[op])
+		return table[op];
+	return emu_cm_op(op) ? emu_cm_op(op) : emu_watch_op(op);
 }

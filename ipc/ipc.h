@@ -61,7 +61,8 @@
 	X(MODIFY_SRQ, 14) X(DESTROY_SRQ, 15) X(CREATE_QP, 16) X(MODIFY_QP, 17) \
 	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21) X(GET_INJECT, 22) \
 	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
-	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30)
+	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
+	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -440,6 +441,16 @@ struct ipc_cm_event {
 	struct ipc_cm_qp peer;		/* CONNECT_REQUEST, CONNECT_RESPONSE: the peer's QP */
 	struct ipc_cm_private priv;	/* the message's private data (CONNECT_REQUEST: after
 					 * the IP header) */
+};
+
+/* ---- the mapping-change notifier (docs/regcache.md) ----
+ * SUPERVISE: no body; fd [0] = the listener of the seccomp filter the process installed
+ * (SECCOMP_FILTER_FLAG_NEW_LISTENER): the daemon answers every mapping change the filter
+ * holds, after writing the Z words of the watches it touches. One per process and daemon.
+ * WATCH_CREATE: body below, reply struct ipc_handle_rep. WATCH_DESTROY: handle. */
+struct ipc_watch_req {
+	uint64_t addr, len;		/* the watched range */
+	uint64_t z;			/* where to write a non-zero word when it changes */
 };
 
 /* ---- async events ---- */

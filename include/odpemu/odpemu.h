@@ -445,6 +445,22 @@ int odpemu_set_inject(struct odpemu_context *context, const char *key, const cha
  * ENOSPC: len too small). */
 int odpemu_get_inject(struct odpemu_context *context, const char *key, char *value, size_t len);
 
+/* ---- the mapping-change notifier (docs/regcache.md) ----
+ * "If any mapping in [addr, addr+len) changes, write a non-zero word to *z": munmap,
+ * mremap (the old range, and the new one with MREMAP_FIXED), madvise with MADV_DONTNEED,
+ * MADV_FREE or MADV_REMOVE, and mmap with MAP_FIXED over the range set *z before the
+ * changing call returns, whichever thread makes it, with or without an MR there. Not
+ * seen: mprotect, fork, brk, shmdt, changes by other processes. The first watch of a
+ * process installs a seccomp filter on all its threads (it sets no_new_privs) and hands
+ * its listener to this context's daemon; from then on every such call of the process,
+ * watched or not, waits for that daemon's answer (tens of µs), and if the daemon dies
+ * they fail with ENOSYS. Every watch of the process must use the same context's daemon
+ * (EXDEV otherwise). *z must be 8-byte aligned; the caller clears it. */
+struct odpemu_watch;
+int odpemu_watch_create(struct odpemu_context *context, const void *addr, size_t len,
+			uint64_t *z, struct odpemu_watch **watch);
+int odpemu_watch_destroy(struct odpemu_watch *watch);
+
 /* ---- names ---- */
 const char *odpemu_vendor_err_str(uint32_t vendor_err);
 const char *odpemu_mtu_str(enum odpemu_mtu mtu);

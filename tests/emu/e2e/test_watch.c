@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mapping-change notifier (emu/watch.c, lib/watch.c; docs/regcache.md): "if any
+ * mapping in X..Y changes, write 1 to Z", with Z checked by the thread that made the
+ * change right after its call returns:
+ *  - munmap, madvise(MADV_DONTNEED / MADV_FREE), mremap (moved away), mmap(MAP_FIXED) over
+ *    the range, and a munmap of one page of a watched two: Z set;
+ *  - mprotect, a change next to the range, a fork child's munmap of its copy: Z stays 0;
+ *  - four threads, each watching and unmapping pages of its own, 200 times;
+ *  - 10,000 watches, one page unmapped: exactly its Z set;
+ *  - bad arguments: EINVAL.
+ * The filter stays on the process that installs it, and its held calls fail once the
+ * daemon is gone, so the checks run in a child that ends before the harness stops the
+ * daemons. No MR anywhere: the notifier does not need one.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "t.h"
+
+#define PAGE 4096u
+#define THREADS 4
+#define ROUNDS 200
+#define MANY 10000
+
+static struct odpemu_context *ctx;
+
+static uint64_t z_of(const uint64_t *z)
+{
+	return __atomic_load_n(z, __ATOMIC_ACQUIRE);
+}
+
+static char *pages(size_t n)
+{
+	void *p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	T_CHECK(p != MAP_FAILED, "mmap: %m");
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static struct odpemu_watch *watch(void *addr, size_t len, uint64_t *z)
+{
+	struct odpemu_watch *w = NULL;
+
+	*z = 0;
+	T_CHECK(odpemu_watch_create(ctx, addr, len, z, &w) == 0, "watch_create: %s",
+		odpemu_last_error(ctx));
+	return w;
+}
+
+/* One change per watched range; each Z read right after the call returns. */
+static void each_change(void)
+{
+	static uint64_t z[8] __attribute__((aligned(8)));
+	char *r = pages(16), *elsewhere = pages(2);
+	struct odpemu_watch *w[8];
+
+	if (!r || !elsewhere)
+		return;
+	for (int i = 0; i < 8; i++)
+		w[i] = watch(r + 2 * i * PAGE, 2 * PAGE, &z[i]);
+	T_EQ(munmap(r, 2 * PAGE), 0, "munmap");
+	T_EQ(z_of(&z[0]), 1, "munmap: Z set before it returned");
+	T_EQ(madvise(r + 2 * PAGE, 2 * PAGE, MADV_DONTNEED), 0, "madvise DONTNEED");
+	T_EQ(z_of(&z[1]), 1, "madvise(MADV_DONTNEED): Z set");
+	T_EQ(madvise(r + 4 * PAGE, 2 * PAGE, MADV_FREE), 0, "madvise FREE");
+	T_EQ(z_of(&z[2]), 1, "madvise(MADV_FREE): Z set");
+	T_CHECK(mremap(r + 6 * PAGE, 2 * PAGE, 2 * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+		       elsewhere) == elsewhere, "mremap: %m");
+	T_EQ(z_of(&z[3]), 1, "mremap away: Z set");
+	T_CHECK(mmap(r + 8 * PAGE, 2 * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == r + 8 * PAGE, "mmap: %m");
+	T_EQ(z_of(&z[4]), 1, "mmap(MAP_FIXED) over it: Z set");
+	T_EQ(munmap(r + 11 * PAGE, PAGE), 0, "munmap of one page of two");
+	T_EQ(z_of(&z[5]), 1, "a partial munmap: Z set");
+	T_EQ(mprotect(r + 12 * PAGE, 2 * PAGE, PROT_READ), 0, "mprotect");
+	T_EQ(z_of(&z[6]), 0, "mprotect: not a mapping change, Z stays 0");
+	T_EQ(munmap(r + 16 * PAGE - PAGE, PAGE), 0, "munmap next to a watch");
+	T_EQ(z_of(&z[6]), 0, "a change beside the range: Z stays 0");
+	for (int i = 0; i < 8; i++)
+		T_EQ(odpemu_watch_destroy(w[i]), 0, "watch_destroy");
+	munmap(r, 16 * PAGE);
+	munmap(elsewhere, 2 * PAGE);
+}
+
+/* A fork child's unmap of its own copy changes nothing of ours. */
+static void fork_child_change(void)
+{
+	static uint64_t z __attribute__((aligned(8)));
+	char *r = pages(2);
+	struct odpemu_watch *w;
+	int status = -1;
+	pid_t pid;
+
+	if (!r)
+		return;
+	w = watch(r, 2 * PAGE, &z);
+	if ((pid = fork()) == 0)
+		_exit(munmap(r, 2 * PAGE) == 0 ? 0 : 1);	/* held, then let run */
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0, "the child's munmap ran (status %#x)", status);
+	T_EQ(z_of(&z), 0, "a child's change of its copy: our Z stays 0");
+	odpemu_watch_destroy(w);
+	munmap(r, 2 * PAGE);
+}
+
+static void *churn(void *arg)
+{
+	uint64_t *z = arg;
+	unsigned bad = 0;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		void *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		struct odpemu_watch *w = NULL;
+
+		*z = 0;
+		if (p == MAP_FAILED || odpemu_watch_create(ctx, p, PAGE, z, &w)) {
+			bad++;
+			break;
+		}
+		munmap(p, PAGE);
+		bad += z_of(z) != 1;	/* this thread's own change, just returned */
+		odpemu_watch_destroy(w);
+	}
+	return (void *)(uintptr_t)bad;
+}
+
+static void threads(void)
+{
+	static uint64_t z[THREADS][8] __attribute__((aligned(64)));
+	pthread_t t[THREADS];
+	void *bad;
+
+	for (int i = 0; i < THREADS; i++)
+		T_EQ(pthread_create(&t[i], NULL, churn, z[i]), 0, "pthread_create");
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], &bad);
+		T_CHECK(!bad, "thread %d: %u rounds whose Z was not set at return", i,
+			(unsigned)(uintptr_t)bad);
+	}
+}
+
+static void many(void)
+{
+	uint64_t *z = calloc(MANY, sizeof(*z));
+	struct odpemu_watch **w = calloc(MANY, sizeof(*w));
+	char *r = pages(MANY);
+	unsigned set = 0, made = 0;
+
+	if (!z || !w || !r)
+		goto out;
+	for (; made < MANY; made++)
+		if (odpemu_watch_create(ctx, r + (size_t)made * PAGE, PAGE, &z[made], &w[made]))
+			break;
+	T_CHECK(made == MANY, "watches made: %u (%s)", made, odpemu_last_error(ctx));
+	T_EQ(munmap(r + (size_t)(MANY / 2) * PAGE, PAGE), 0, "munmap one page");
+	for (unsigned i = 0; i < made; i++)
+		set += z_of(&z[i]) != 0;
+	T_CHECK(set == 1, "Z words set among %u watches: %u", made, set);
+	T_EQ(z_of(&z[MANY / 2]), 1, "the unmapped page's");
+	for (unsigned i = 0; i < made; i++)
+		odpemu_watch_destroy(w[i]);
+out:
+	if (r)
+		munmap(r, (size_t)MANY * PAGE);
+	free(w);
+	free(z);
+}
+
+static void bad_args(void)
+{
+	static uint64_t z[2] __attribute__((aligned(8)));
+	struct odpemu_watch *w;
+	char x;
+
+	T_EQ(odpemu_watch_create(ctx, &x, 0, z, &w), EINVAL, "len 0");
+	T_EQ(odpemu_watch_create(ctx, &x, 1, NULL, &w), EINVAL, "no Z");
+	T_EQ(odpemu_watch_create(ctx, &x, 1, (uint64_t *)((char *)z + 4), &w), EINVAL,
+	     "a Z word not 8-byte aligned");
+	T_EQ(odpemu_watch_create(ctx, (void *)-4096, 8192, z, &w), EINVAL, "a wrapping range");
+	T_EQ(odpemu_watch_destroy(NULL), EINVAL, "destroy NULL");
+}
+
+static void checks(struct h_env *e)
+{
+	if (!(ctx = h_open(e, 0)))
+		return;
+	bad_args();
+	each_change();
+	fork_child_change();
+	threads();
+	many();
+	odpemu_close_device(ctx);
+}
+
+static void body(struct h_env *e)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		checks(e);
+		_exit(t_failures ? 1 : 0);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait: %m");
+	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"the child's checks (status %#x; its failures are printed above)", status);
+	T_CHECK(h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired") >= 6 + THREADS * ROUNDS,
+		"watch_fired %llu", h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired"));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct h_test t = { .name = "e2e-watch", .watchdog_s = 240,
+		.open = H_OPEN_A, .body = body };
+
+	return h_main(argc, argv, &t);
+}
