@@ -6,9 +6,12 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -24,6 +27,60 @@ struct odpemu_watch {
 static pthread_mutex_t supervise_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct odpemu_context *supervisor;	/* whose daemon holds our listener */
 static pid_t supervised_pid;			/* a fork child installs its own */
+
+/* If the daemon dies, nobody would answer the held calls and the kernel would fail them
+ * with ENOSYS (free() could no longer return memory, the dynamic loader could no longer
+ * map a library). So the library keeps a copy of the listener and a thread that sleeps
+ * on the daemon's pidfd; once the daemon is gone it lets every held call run, forever.
+ * It never makes a held call itself: its buffers are static, it allocates nothing. */
+static int listener_copy = -1, daemon_pidfd = -1;
+
+static void *answer_when_orphaned(void *arg)
+{
+	static union {
+		struct seccomp_notif n;
+		uint8_t room[512];	/* a newer kernel's larger record */
+	} in;
+	static union {
+		struct seccomp_notif_resp r;
+		uint8_t room[512];
+	} out;
+	struct pollfd pf = { .fd = daemon_pidfd, .events = POLLIN };
+
+	(void)arg;
+	while (daemon_pidfd >= 0 && poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	for (;;) {
+		memset(&in, 0, sizeof(in));
+		if (ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_RECV, &in.n))
+			continue;	/* EINTR, or ENOENT: the caller went */
+		memset(&out, 0, sizeof(out));
+		out.r.id = in.n.id;
+		out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_SEND, &out.r);
+	}
+	return NULL;
+}
+
+/* The fallback above, for the daemon of c; c NULL: no daemon took the listener, answer
+ * from now on. Without a pidfd of c's daemon (another PID namespace) there is none: the
+ * thread would race the daemon for the calls (docs/regcache.md). */
+static void keep_fallback(struct lib_context *c, int listener)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
+		close(listener);
+		return;
+	}
+	listener_copy = listener;
+	if (pthread_attr_init(&attr))
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	(void)pthread_create(&t, &attr, answer_when_orphaned, NULL);
+	pthread_attr_destroy(&attr);
+}
 
 /* The filter: the calls that can change a mapping are held for the daemon (user
  * notification); everything else runs. madvise only with a discarding advice, mmap only
@@ -75,21 +132,24 @@ static int supervise(struct odpemu_context *context)
 	int rc = 0, fd;
 
 	pthread_mutex_lock(&supervise_lock);
-	if (supervisor && supervised_pid == getpid()) {
-		rc = supervisor == context ? 0 : -EXDEV;
+	if (supervised_pid == getpid()) {	/* the filter is there (not a fork's copy) */
+		rc = supervisor == context ? 0 : supervisor ? -EXDEV : -ENODEV;
 		goto out;
 	}
 	if ((fd = install_filter()) < 0) {
 		rc = fd == -1 ? -errno : fd;
 		goto out;
 	}
+	supervised_pid = getpid();
+	supervisor = NULL;
 	call.fds = &fd;
 	call.nfds = 1;
 	rc = lib_call(lib_ctx(context), &call);
-	close(fd);	/* the daemon's copy is the only one: see docs/regcache.md */
-	if (!rc) {
+	if (rc) {
+		keep_fallback(NULL, fd);	/* the filter stays: someone must answer */
+	} else {
 		supervisor = context;
-		supervised_pid = getpid();
+		keep_fallback(lib_ctx(context), fd);
 	}
 out:
 	pthread_mutex_unlock(&supervise_lock);

@@ -8,13 +8,17 @@
  *  - mprotect, a change next to the range, a fork child's munmap of its copy: Z stays 0;
  *  - four threads, each watching and unmapping pages of its own, 200 times;
  *  - 10,000 watches, one page unmapped: exactly its Z set;
- *  - bad arguments: EINVAL.
+ *  - bad arguments: EINVAL;
+ *  - the daemon SIGKILLed while a process watches: its munmap and madvise still run (the
+ *    library answers them), not ENOSYS.
  * The filter stays on the process that installs it, and its held calls fail once the
  * daemon is gone, so the checks run in a child that ends before the harness stops the
  * daemons. No MR anywhere: the notifier does not need one.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -200,6 +204,44 @@ static void checks(struct h_env *e)
 	odpemu_close_device(ctx);
 }
 
+/* The daemon dies while a process has watches: its held calls are answered by the
+ * library's fallback thread, so munmap still works (not ENOSYS), within a bound. */
+static void daemon_dies(struct h_env *e)
+{
+	int go[2], ready[2], status = -1, st;
+	pid_t pid;
+	char c;
+
+	if (pipe(go) || pipe(ready) || (pid = fork()) < 0) {
+		T_CHECK(0, "pipe/fork: %m");
+		return;
+	}
+	if (pid == 0) {
+		static uint64_t z __attribute__((aligned(8)));
+		struct odpemu_context *cx = h_open(e, 0);
+		struct odpemu_watch *w = NULL;
+		char *r = pages(4);
+		int ok;
+
+		ok = cx && r && odpemu_watch_create(cx, r, PAGE, &z, &w) == 0;
+		(void)!write(ready[1], ok ? "y" : "n", 1);
+		(void)!read(go[0], &c, 1);		/* the daemon is dead now */
+		ok = ok && munmap(r, 4 * PAGE) == 0 && madvise(pages(1), PAGE, MADV_DONTNEED) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	T_CHECK(read(ready[0], &c, 1) == 1 && c == 'y', "the child watches");
+	st = h_daemon_stop(e, 0, SIGKILL);
+	T_CHECK(st != -1 && WIFSIGNALED(st), "daemon a killed (status %#x)", st);
+	(void)!write(go[1], "g", 1);
+	for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	if (!WIFEXITED(status))
+		kill(pid, SIGKILL), waitpid(pid, &status, 0);
+	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		"after its daemon died, the child's munmap and madvise ran (status %#x)", status);
+	T_EQ(h_daemon_start(e, 0, NULL), 0, "daemon a starts again");
+}
+
 static void body(struct h_env *e)
 {
 	int status = -1;
@@ -214,6 +256,7 @@ static void body(struct h_env *e)
 		"the child's checks (status %#x; its failures are printed above)", status);
 	T_CHECK(h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired") >= 6 + THREADS * ROUNDS,
 		"watch_fired %llu", h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired"));
+	daemon_dies(e);
 }
 
 int main(int argc, char **argv)
