@@ -103,6 +103,7 @@ struct emu_session {
 	int uffd;			/* the client's userfaultfd: we register ranges on it */
 	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
 	int supervise;			/* the listener of its seccomp filter (watch.h), or -1 */
+	unsigned nwatches;		/* its EMU_OBJ_WATCH objects */
 	pid_t pid;
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */

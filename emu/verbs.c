@@ -526,7 +526,8 @@ int emu_obj_destroy(struct emu_obj *o)
 		emu_cm_obj_destroy(o);
 		break;
 	case EMU_OBJ_WATCH:
-		break;		/* nothing beyond the object */
+		o->s->nwatches--;	/* nothing else beyond the object */
+		break;
 	}
 	if (rc)
 		return rc;

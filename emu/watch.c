@@ -20,7 +20,7 @@
 #include "log.h"
 
 #define PAGE 4096ull
-#define MAX_WATCHES (1u << 16)	/* per session: a client cannot grow the daemon unbounded */
+#define MAX_WATCHES (1u << 15)	/* per session (of its 65,535 objects): bounded memory */
 
 /* madvise advices that discard pages (the filter holds only these; uapi mman-common.h). */
 #define ADV_DONTNEED 4
@@ -57,15 +57,6 @@ static int op_supervise(struct emu_req *r)
 	return ok(r, NULL, 0);
 }
 
-static unsigned count_watches(struct emu_session *s)
-{
-	unsigned n = 0;
-
-	emu_for_each_obj(o, s, EMU_OBJ_WATCH)
-		n++;
-	return n;
-}
-
 static int op_watch_create(struct emu_req *r)
 {
 	const struct ipc_watch_req *q = r->body;
@@ -76,7 +67,7 @@ static int op_watch_create(struct emu_req *r)
 	if (!q->len || q->addr + q->len < q->addr || !q->z || (q->z & 7))
 		return emu_reply_err(r, -EINVAL, "watch: empty or wrapping range, or a Z word "
 				     "that is not 8-byte aligned");
-	if (count_watches(r->s) >= MAX_WATCHES)
+	if (r->s->nwatches >= MAX_WATCHES)
 		return emu_reply_err(r, -ENOSPC, "watch: %u watches per process at most",
 				     MAX_WATCHES);
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_WATCH)))
@@ -84,6 +75,7 @@ static int op_watch_create(struct emu_req *r)
 	o->u.watch.addr = q->addr;
 	o->u.watch.end = q->addr + q->len;
 	o->u.watch.z = q->z;
+	r->s->nwatches++;
 	rep.handle = o->handle;
 	return ok(r, &rep, sizeof(rep));
 }

@@ -455,7 +455,8 @@ int odpemu_get_inject(struct odpemu_context *context, const char *key, char *val
  * its listener to this context's daemon; from then on every such call of the process,
  * watched or not, waits for that daemon's answer (tens of µs), and if the daemon dies
  * they fail with ENOSYS. Every watch of the process must use the same context's daemon
- * (EXDEV otherwise). *z must be 8-byte aligned; the caller clears it. */
+ * (EXDEV otherwise); 32,768 per process at most (ENOSPC). *z must be 8-byte aligned; the
+ * caller clears it. */
 struct odpemu_watch;
 int odpemu_watch_create(struct odpemu_context *context, const void *addr, size_t len,
 			uint64_t *z, struct odpemu_watch **watch);

@@ -7,7 +7,8 @@
  *    the range, and a munmap of one page of a watched two: Z set;
  *  - mprotect, a change next to the range, a fork child's munmap of its copy: Z stays 0;
  *  - four threads, each watching and unmapping pages of its own, 200 times;
- *  - 10,000 watches, one page unmapped: exactly its Z set;
+ *  - 10,000 watches, one page unmapped: exactly its Z set; 32,768 watches at most per
+ *    process, then ENOSPC;
  *  - bad arguments: EINVAL;
  *  - the daemon SIGKILLed while a process watches: its munmap and madvise still run (the
  *    library answers them), not ENOSYS.
@@ -178,6 +179,29 @@ out:
 	free(z);
 }
 
+/* A client that asks for more watches than the daemon keeps per process (32,768): the
+ * rest answer ENOSPC, and the daemon's memory stays bounded. */
+static void flood(void)
+{
+	enum { CAP = 1 << 15, TRY = CAP + 100 };
+	struct odpemu_watch **w = calloc(TRY, sizeof(*w));
+	static uint64_t z __attribute__((aligned(8)));
+	unsigned made = 0;
+	int rc = 0;
+
+	if (!w)
+		return;
+	while (made < TRY && !(rc = odpemu_watch_create(ctx, &z, 8, &z, &w[made])))
+		made++;
+	T_CHECK(made == CAP && rc == ENOSPC, "watches before the cap: %u (want %u), then %d",
+		made, (unsigned)CAP, rc);
+	for (unsigned i = 0; i < made; i++)
+		odpemu_watch_destroy(w[i]);
+	T_CHECK(odpemu_watch_create(ctx, &z, 8, &z, &w[0]) == 0, "a watch again after");
+	odpemu_watch_destroy(w[0]);
+	free(w);
+}
+
 static void bad_args(void)
 {
 	static uint64_t z[2] __attribute__((aligned(8)));
@@ -201,6 +225,7 @@ static void checks(struct h_env *e)
 	fork_child_change();
 	threads();
 	many();
+	flood();
 	odpemu_close_device(ctx);
 }
 
