@@ -29,7 +29,7 @@ struct rc_entry {
 	struct odpemu_regcache_entry pub;	/* first: the user's pointer is ours */
 	struct odpemu_regcache *cache;
 	struct interval_node node;		/* in cache->index while indexed */
-	struct rc_link lru;			/* in cache->lru while indexed and unreferenced */
+	struct rc_link lru;			/* in cache->lru: indexed, unreferenced */
 	struct rc_entry *hnext;			/* the handle table's chain */
 	uint64_t z;				/* NOTIFY: written by the notifier, any time */
 	void *watch;				/* NOTIFY: ops.watch's token */
@@ -226,7 +226,8 @@ static int add(struct odpemu_regcache *c, uintptr_t start, uintptr_t end, struct
 	e->pub.addr = (void *)start;
 	e->pub.length = len;
 	/* the watch first: a change between it and the registration sets Z, and the entry is
-	 * dropped at its next lookup; the other way round such a change would go unseen */
+	 * dropped at its next lookup; the other way round such a change would go unseen (and
+	 * a registration that moves pages sets its own Z: regcache.h, NOTIFY) */
 	if (c->backend == ODPEMU_REGCACHE_NOTIFY &&
 	    (rc = op_err(c->ops.watch(c->ctx, e->pub.addr, len, &e->z, &e->watch)))) {
 		free(e);

@@ -453,8 +453,8 @@ int odpemu_get_inject(struct odpemu_context *context, const char *key, char *val
  * seen: mprotect, fork, brk, shmdt, changes by other processes. The first watch of a
  * process installs a seccomp filter on all its threads (it sets no_new_privs) and hands
  * its listener to this context's daemon; from then on every such call of the process,
- * watched or not, waits for that daemon's answer (tens of µs), and if the daemon dies
- * they fail with ENOSYS. Every watch of the process must use the same context's daemon
+ * watched or not, waits for that daemon's answer (tens of µs); if the daemon dies, a
+ * thread of the library lets them run (they are no longer watched). Every watch of the process must use the same context's daemon
  * (EXDEV otherwise); 32,768 per process at most (ENOSPC). *z must be 8-byte aligned; the
  * caller clears it. */
 struct odpemu_watch;

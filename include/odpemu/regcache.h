@@ -20,7 +20,12 @@
  *          to Z"): each entry owns a 64-bit Z word, watched over the entry's range
  *          (ops.watch) before it is registered. A lookup that finds an entry whose word is
  *          set drops it (ops.dereg, ops.unwatch) and registers the range anew; a set word
- *          is also noticed when the entry's last reference is put.
+ *          is also noticed when the entry's last reference is put. Watching before
+ *          registering means no change is missed, not even one racing the get; the price:
+ *          a registration that itself changes the mapping (odpemu's first pinned
+ *          registration of private memory moves its pages into shared memory) sets its
+ *          own word, so that entry serves the get that made it and is replaced at the next
+ *          lookup — one extra registration per new buffer, none after.
  *  LEASE   MR leases: ops.reg registers with a lease. When a change breaks one, the
  *          owner's MR_DECOHERENCE handler calls odpemu_regcache_decoherent(cache, handle),
  *          which re-points the registration at the new pages in place (ops.restore): same
@@ -42,11 +47,13 @@
  * REFERENCES. odpemu_regcache_get takes a reference on the entry it returns; the caller
  * holds it while the NIC may use the registration (until the completion) and gives it back
  * with odpemu_regcache_put. A referenced entry is never evicted and never deregistered
- * under its holder: when it must go (its Z word is set, it is invalidated, its restore
- * failed) it is marked stale — taken out of lookups at once, so no new user gets it — and
- * deregistered at its last put. Its handle stays valid until then.
+ * under its holder: when it must go (a lookup sees its Z word set, it is invalidated, its
+ * restore failed) it is marked stale — taken out of lookups at once, so no new user gets
+ * it — and deregistered at its last put. Its handle stays valid until then.
  *
- * LIMITS. max_entries and max_bytes (0: no limit) bound what the cache keeps registered.
+ * LIMITS. max_entries and max_bytes (0: no limit) bound what the cache keeps registered
+ * (bytes: the sum of the entries' lengths; a page under two overlapping entries counts
+ * twice, as it is registered twice).
  * Unreferenced entries are kept in LRU order (least recently put first) and evicted —
  * deregistered — while the cache is over a limit: before a miss registers (to make room
  * for it) and after a put. Referenced entries count towards the limits but cannot be
@@ -100,11 +107,12 @@ enum odpemu_regcache_backend { ODPEMU_REGCACHE_BACKENDS(ODPEMU_ENUM_VALUE_) };
  *  watch    NOTIFY only: arrange that a change of any mapping in [addr, addr+len) writes a
  *           non-zero value to *z (8-byte aligned, zeroed by the cache) and store a token in
  *           *watch. Called before reg, so a change racing the registration is seen.
- *           odpemu_watch_create has this shape.
+ *           libodpemu: a two-line wrapper around odpemu_watch_create.
  *  unwatch  NOTIFY only: undo watch. When it returns, nothing writes *z any more (the
  *           word is freed with the entry).
  *  restore  LEASE only: re-point the registration at the pages now mapped at its range,
- *           keeping the handle (odpemu_restore_mr). A failure drops the entry.
+ *           keeping the handle (restore_mr of docs/regcache.md). A failure drops the
+ *           entry.
  */
 struct odpemu_regcache_ops {
 	int (*reg)(void *ctx, void *addr, size_t len, void **handle);
