@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "ipc.h"
+#include "interval.h"
 #include "loop.h"
 #include "rings.h"
 
@@ -70,7 +71,9 @@ struct emu_obj {
 		struct emu_cm_listener *cm_listen;
 		struct emu_cm_conn *cm_conn;
 		struct {
-			uint64_t addr, end, z;	/* [addr, end) watched; the word to set */
+			struct interval_node node;	/* [addr, end) watched, in s->watches */
+			uint64_t z;			/* the word to set */
+			struct emu_obj *hit;		/* watch.c: the touched ones, a list */
 		} watch;
 		struct {
 			struct nic_cq *cq;
@@ -104,6 +107,7 @@ struct emu_session {
 	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
 	int supervise;			/* the listener of its seccomp filter (watch.h), or -1 */
 	unsigned nwatches;		/* its EMU_OBJ_WATCH objects */
+	struct interval_tree watches;	/* their ranges (watch.c) */
 	pid_t pid;
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */

@@ -526,7 +526,8 @@ int emu_obj_destroy(struct emu_obj *o)
 		emu_cm_obj_destroy(o);
 		break;
 	case EMU_OBJ_WATCH:
-		o->s->nwatches--;	/* nothing else beyond the object */
+		interval_remove(&o->s->watches, &o->u.watch.node);
+		o->s->nwatches--;
 		break;
 	}
 	if (rc)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -72,9 +73,10 @@ static int op_watch_create(struct emu_req *r)
 				     MAX_WATCHES);
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_WATCH)))
 		return emu_reply_err(r, -ENOMEM, "too many objects");
-	o->u.watch.addr = q->addr;
-	o->u.watch.end = q->addr + q->len;
+	o->u.watch.node.start = (uintptr_t)q->addr;
+	o->u.watch.node.end = (uintptr_t)(q->addr + q->len);
 	o->u.watch.z = q->z;
+	interval_insert(&r->s->watches, &o->u.watch.node);
 	r->s->nwatches++;
 	rep.handle = o->handle;
 	return ok(r, &rep, sizeof(rep));
@@ -162,6 +164,28 @@ static void set_z(struct emu_session *s, uint64_t z)
 		s->d->ctr.watch_errors++;
 }
 
+/* Set the Z word of every watch that meets r: each found is taken out of the index so
+ * the next search finds the next one (O(k log n)), then all are put back. */
+static void fire(struct emu_session *s, struct range r)
+{
+	struct emu_obj *hits = NULL;
+	struct interval_node *node;
+
+	if (r.start >= r.end)
+		return;
+	while ((node = interval_find_overlap(&s->watches, (uintptr_t)r.start, (uintptr_t)r.end))) {
+		struct emu_obj *o = (struct emu_obj *)((char *)node -
+						       offsetof(struct emu_obj, u.watch.node));
+
+		interval_remove(&s->watches, node);
+		set_z(s, o->u.watch.z);
+		o->u.watch.hit = hits;
+		hits = o;
+	}
+	for (; hits; hits = hits->u.watch.hit)
+		interval_insert(&s->watches, &hits->u.watch.node);
+}
+
 static void notify(struct emu_session *s, const struct seccomp_notif *n)
 {
 	struct range r[2];
@@ -170,12 +194,8 @@ static void notify(struct emu_session *s, const struct seccomp_notif *n)
 	s->d->ctr.watch_changes++;
 	if (!ours(s, (pid_t)n->pid))
 		return;
-	emu_for_each_obj(o, s, EMU_OBJ_WATCH)
-		for (unsigned i = 0; i < k; i++)
-			if (o->u.watch.addr < r[i].end && r[i].start < o->u.watch.end) {
-				set_z(s, o->u.watch.z);
-				break;
-			}
+	for (unsigned i = 0; i < k; i++)
+		fire(s, r[i]);
 }
 
 static void serve_one(struct emu_session *s)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The reference registration cache (lib/regcache.c) and its interval index
- * (lib/interval.c), over fake registrations: hits and misses, which entry covers a
+ * (ipc/interval.c), over fake registrations: hits and misses, which entry covers a
  * request, LRU eviction by entries and bytes, references, the three back-ends (NONE
  * reproduces the classic stale-registration bug, NOTIFY drops on a set Z word, LEASE
  * restores in place), invalidate, destroy, bad input; a randomized run against a naive

@@ -10,8 +10,8 @@
  * and keeps the node alive while it is in a tree. No allocation, no locking: the caller
  * serialises (the registration cache holds its mutex).
  */
-#ifndef ODPEMU_LIB_INTERVAL_H
-#define ODPEMU_LIB_INTERVAL_H
+#ifndef ODPEMU_IPC_INTERVAL_H
+#define ODPEMU_IPC_INTERVAL_H
 
 #include <stddef.h>
 #include <stdint.h>
