@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -274,6 +275,7 @@ static void body(struct h_env *e)
 
 	if (pid == 0) {
 		checks(e);
+		fflush(stdout);		/* _exit drops what stdio holds */
 		_exit(t_failures ? 1 : 0);
 	}
 	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait: %m");
