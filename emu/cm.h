@@ -163,6 +163,11 @@ void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss
 void emu_cm_finish(struct emu_cm *cm, struct emu_cm_conn *c);
 /* Resend c->last every EMU_CM_RESPONSE_MS until answered or given up. */
 void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now);
+/* rdma_cm's IP header (q's addresses), then q's private data: a REQ's or SIDR_REQ's. */
+int emu_cm_ip_private(uint8_t *priv, const struct ipc_cm_connect_req *q);
+/* Send m as c's request (kept for resending), enter state, wait for the answer. */
+int emu_cm_send_request(struct emu_cm *cm, struct emu_cm_conn *c, const struct cm_msg *m,
+			enum emu_cm_state state, uint64_t now);
 /* An event of c (with the peer's QP) to its channel; nothing for an orphan. */
 void emu_cm_conn_event(struct emu_cm *cm, struct emu_cm_conn *c, uint32_t type,
 		       int32_t status, const uint8_t *priv, size_t priv_len);

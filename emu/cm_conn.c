@@ -413,7 +413,6 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 			const struct ipc_cm_connect_req *q, uint64_t now)
 {
 	struct cm_msg m;
-	struct sockaddr_storage src, dst;
 	struct cm_req *r = &m.u.req;
 	uint64_t sid = cm_service_id((enum cm_port_space)q->ps, q->dst.port);
 	int rc;
@@ -447,16 +446,33 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 	r->max_cm_retries = EMU_CM_RETRIES;
 	r->srq = q->qp.srq & 1;
 	fill_path(&r->primary, (const struct nic_gid *)q->src.gid, &c->peer);
+	if ((rc = emu_cm_ip_private(r->private_data, q)))
+		return rc;
+	return emu_cm_send_request(cm, c, &m, EMU_CM_REQ_SENT, now);
+}
+
+int emu_cm_ip_private(uint8_t *priv, const struct ipc_cm_connect_req *q)
+{
+	struct sockaddr_storage src, dst;
+	int rc;
+
 	emu_cm_sockaddr_of(&q->src, &src);
 	emu_cm_sockaddr_of(&q->dst, &dst);
-	if ((rc = cm_ip_hdr_encode(r->private_data, (struct sockaddr *)&src,
-				   (struct sockaddr *)&dst)))
+	if ((rc = cm_ip_hdr_encode(priv, (struct sockaddr *)&src, (struct sockaddr *)&dst)))
 		return rc;
-	memcpy(r->private_data + CM_IP_HDR_LEN, q->priv.data, q->priv.len);
-	if ((rc = emu_cm_send(cm, &c->peer, &m, c->last)))
+	memcpy(priv + CM_IP_HDR_LEN, q->priv.data, q->priv.len);
+	return 0;
+}
+
+int emu_cm_send_request(struct emu_cm *cm, struct emu_cm_conn *c, const struct cm_msg *m,
+			enum emu_cm_state state, uint64_t now)
+{
+	int rc = emu_cm_send(cm, &c->peer, m, c->last);
+
+	if (rc)
 		return rc;
 	c->has_last = true;
-	c->state = EMU_CM_REQ_SENT;
+	c->state = state;
 	emu_cm_wait_answer(c, now);
 	return 0;
 }

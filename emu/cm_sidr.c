@@ -101,7 +101,6 @@ int emu_cm_sidr_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 {
 	struct cm_msg m;
 	struct cm_sidr_req *r = &m.u.sidr_req;
-	struct sockaddr_storage src, dst;
 	int rc;
 
 	if (q->priv.len > CM_SIDR_REQ_USER_PRIVATE_LEN)
@@ -115,18 +114,9 @@ int emu_cm_sidr_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 	r->request_id = c->local_id;
 	r->pkey = 0xffff;
 	r->service_id = cm_service_id(CM_PS_UDP, q->dst.port);
-	emu_cm_sockaddr_of(&q->src, &src);
-	emu_cm_sockaddr_of(&q->dst, &dst);
-	if ((rc = cm_ip_hdr_encode(r->private_data, (struct sockaddr *)&src,
-				   (struct sockaddr *)&dst)))
+	if ((rc = emu_cm_ip_private(r->private_data, q)))
 		return rc;
-	memcpy(r->private_data + CM_IP_HDR_LEN, q->priv.data, q->priv.len);
-	if ((rc = emu_cm_send(cm, &c->peer, &m, c->last)))
-		return rc;
-	c->has_last = true;
-	c->state = EMU_CM_SIDR_REQ_SENT;
-	emu_cm_wait_answer(c, now);
-	return 0;
+	return emu_cm_send_request(cm, c, &m, EMU_CM_SIDR_REQ_SENT, now);
 }
 
 int emu_cm_sidr_answer(struct emu_cm *cm, struct emu_cm_conn *c, uint8_t status,

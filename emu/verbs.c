@@ -42,18 +42,24 @@ static int ok_fd(struct emu_req *r, const void *body, size_t len, int fd)
 
 /* ---- HELLO ---- */
 
-/* Is fd a userfaultfd? Anything else (a file, a pipe) would be polled and read as one. */
-static bool is_uffd(int fd)
+bool emu_fd_is_anon(int fd, const char *name)
 {
-	char path[64], link[64];
+	char path[64], link[80], want[80];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	snprintf(want, sizeof(want), "anon_inode:%s", name);
 	n = readlink(path, link, sizeof(link) - 1);
 	if (n <= 0)
 		return false;
 	link[n] = 0;
-	return !strcmp(link, "anon_inode:[userfaultfd]");
+	return !strcmp(link, want);
+}
+
+/* Is fd a userfaultfd? Anything else (a file, a pipe) would be polled and read as one. */
+static bool is_uffd(int fd)
+{
+	return emu_fd_is_anon(fd, "[userfaultfd]");
 }
 
 /* The relay of the client's userfaultfd events must be a SOCK_SEQPACKET socket: records

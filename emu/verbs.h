@@ -11,12 +11,17 @@
 #ifndef ODPEMU_EMU_VERBS_H
 #define ODPEMU_EMU_VERBS_H
 
+#include <stdbool.h>
+
 #include "ctl.h"
 
 struct emu_obj;
 
 typedef int (*emu_op_fn)(struct emu_req *r);
 
+/* Is fd (received from a client) an anonymous inode of this kind ("[userfaultfd]",
+ * "seccomp notify"), as /proc/self/fd names it? */
+bool emu_fd_is_anon(int fd, const char *name);
 /* The handler of an ipc op, or NULL for an unknown op. */
 emu_op_fn emu_op_handler(unsigned op);
 

@@ -34,22 +34,9 @@ static int ok(struct emu_req *r, const void *body, size_t len)
 	return emu_ctl_reply(r->s, r->hdr, 0, body, len, NULL, 0);
 }
 
-static bool is_listener(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return false;
-	link[n] = 0;
-	return !strcmp(link, "anon_inode:seccomp notify");
-}
-
 static int op_supervise(struct emu_req *r)
 {
-	if (r->nfds != 1 || !is_listener(r->fds[0]))
+	if (r->nfds != 1 || !emu_fd_is_anon(r->fds[0], "seccomp notify"))
 		return emu_reply_err(r, -EINVAL, "supervise: want the seccomp listener fd");
 	if (r->s->supervise >= 0)
 		return emu_reply_err(r, -EBUSY, "supervise: this session has a listener already");
