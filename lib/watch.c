@@ -8,6 +8,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib_int.h"
@@ -35,6 +37,22 @@ static pid_t supervised_pid;			/* a fork child installs its own */
  * It never makes a held call itself: its buffers are static, it allocates nothing. */
 static int listener_copy = -1, daemon_pidfd = -1;
 
+static sem_t fallback_ready;
+
+/* Everything a sanitizer runtime does for a new thread, and the first call of each of
+ * its interceptors the loop below uses, may map memory with MAP_FIXED: a held call. Done
+ * while the daemon is alive to answer, before supervise() returns; once it is dead, a held
+ * call of this thread would wait for itself. */
+static void warm_up(void)
+{
+	struct pollfd pf = { .fd = listener_copy, .events = POLLIN };
+	uint64_t id = 0;
+
+	(void)poll(&pf, 1, 0);
+	(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_ID_VALID, &id);
+	sem_post(&fallback_ready);
+}
+
 static void *answer_when_orphaned(void *arg)
 {
 	static union {
@@ -48,6 +66,7 @@ static void *answer_when_orphaned(void *arg)
 	struct pollfd pf = { .fd = daemon_pidfd, .events = POLLIN };
 
 	(void)arg;
+	warm_up();
 	while (daemon_pidfd >= 0 && poll(&pf, 1, -1) < 0 && errno == EINTR)
 		;
 	for (;;) {
@@ -75,10 +94,17 @@ static void keep_fallback(struct lib_context *c, int listener)
 		return;
 	}
 	listener_copy = listener;
-	if (pthread_attr_init(&attr))
+	if (sem_init(&fallback_ready, 0, 0) || pthread_attr_init(&attr))
 		return;
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	(void)pthread_create(&t, &attr, answer_when_orphaned, NULL);
+	if (!pthread_create(&t, &attr, answer_when_orphaned, NULL)) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 10;	/* bounded: a thread that never starts is not waited for */
+		while (sem_timedwait(&fallback_ready, &until) && errno == EINTR)
+			;
+	}
 	pthread_attr_destroy(&attr);
 }
 

@@ -216,4 +216,8 @@ bool cv_fork_enabled(void);
 /* An MR was registered: ibv_fork_init is now too late (rdma-core's rule). */
 void cv_fork_mr_registered(void);
 
+/* The odpemu context behind an ibv_context of ours (ODPEMU_PRIVATE_1, for librdmacm and
+ * the verbs extensions); NULL for any other. */
+CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs);
+
 #endif

@@ -59,7 +59,6 @@ static bool device_is_ipv4(struct odpemu_context *odp)
 
 /* libibverbs.map ODPEMU_PRIVATE_1: for compat/rdmacm (the odpemu context behind a context
  * of ours; NULL for any other). */
-CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs);
 CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs)
 {
 	return verbs ? cv_odp(verbs) : NULL;

@@ -16,6 +16,13 @@
  *    ibv_get_async_event with event_type ODPEMU_IBV_EVENT_MR_DECOHERENCE; the MR is
  *    odpemu_ibv_event_mr(&event). Acknowledge it with ibv_ack_async_event as any other.
  *
+ * 3. The mapping-change notifier for registration caches (docs/regcache.md): "if any
+ *    mapping in [addr, addr+len) changes, write a non-zero word to *z", before the changing
+ *    call returns: odpemu_ibv_watch_create / odpemu_ibv_watch_destroy, libodpemu's
+ *    odpemu_watch_create/destroy (include/odpemu/odpemu.h, which says what is seen and
+ *    what it costs) on the context behind an ibv_context. Exported at version node
+ *    ODPEMU_VERBS_EXT_1: a program that calls them runs on odpemu's libibverbs only.
+ *
  * Include after <infiniband/verbs.h>. Do not include with rdma-core >= 45 headers, which
  * define the FLUSH names themselves.
  */
@@ -74,5 +81,13 @@ static inline struct ibv_mr *odpemu_ibv_event_mr(const struct ibv_async_event *e
 {
 	return (struct ibv_mr *)(void *)event->element.cq;
 }
+
+/* ---- the mapping-change notifier (3. above) ---- */
+struct odpemu_watch;
+/* 0 or an errno value (also in errno): EINVAL (not one of odpemu's contexts, len 0, z
+ * NULL or not 8-byte aligned), ENOSPC, EXDEV, ENODEV; see odpemu_watch_create. */
+int odpemu_ibv_watch_create(struct ibv_context *context, const void *addr, size_t len,
+			    uint64_t *z, struct odpemu_watch **watch);
+int odpemu_ibv_watch_destroy(struct odpemu_watch *watch);
 
 #endif

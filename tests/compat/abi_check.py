@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """abi: an odpemu drop-in library exports what the system's exports, at the same versions.
 
-usage: abi_check.py OURS [SYSTEM] [--soname NAME] [--nodes PREFIX] [--private NODE]
+usage: abi_check.py OURS [SYSTEM] [--soname NAME] [--nodes PREFIX] [--private NODE ...]
        exit 0 pass, 1 fail, 77 skip (no system library)
 
 The defaults check libibverbs.so.1 (compat/verbs): SYSTEM is /usr/lib/x86_64-linux-gnu/
@@ -18,9 +18,10 @@ serve only binaries built before 2007: listed as a known omission, not a failure
 
 Ours must also export nothing the system does not, and nothing outside the PREFIX* nodes:
 a program built against ours must run on the real library, and libodpemu's own symbols
-must not leak. The one exception is --private NODE (libibverbs' ODPEMU_PRIVATE_1): odpemu's
-own interface between its two drop-in libraries, which only librdmacm.so.1 imports; its
-symbols are listed, not failed. The soname must be NAME.
+must not leak. The exceptions are the --private NODEs, odpemu's own: libibverbs'
+ODPEMU_PRIVATE_1 (the interface between its two drop-in libraries, which only
+librdmacm.so.1 imports) and ODPEMU_VERBS_EXT_1 (the verbs extensions of
+odpemu/verbs_ext.h); their symbols are listed, not failed. The soname must be NAME.
 """
 import argparse
 import os
@@ -134,7 +135,7 @@ def check_extras(sys_syms, ours, prefix, private):
     known = {(s.name, s.version) for s in sys_syms}
     problems = []
     for o in ours:
-        if private and o.version == private and not o.hidden:
+        if o.version in private and not o.hidden:
             continue
         if not o.version.startswith(prefix):
             problems.append(f"outside the {prefix}* nodes: {o}")
@@ -149,17 +150,16 @@ def print_columns(names):
 
 
 def report_private(ours, private):
-    """odpemu's own node: printed, never a failure."""
-    if not private:
-        return
-    names = sorted(o.name for o in ours if o.version == private and not o.hidden
-                   and o.name != private)
-    if not names:
-        print(f"private node {private}: not exported")
-        return
-    print(f"private: {len(names)} symbols at {private}, odpemu's own interface between its "
-          "two drop-in libraries (not in the system library, not a failure):")
-    print_columns(names)
+    """odpemu's own nodes: printed, never a failure."""
+    for node in private:
+        names = sorted(o.name for o in ours if o.version == node and not o.hidden
+                       and o.name != node)
+        if not names:
+            print(f"odpemu's node {node}: not exported")
+            continue
+        print(f"odpemu's own: {len(names)} symbols at {node} (not in the system library, "
+              "not a failure):")
+        print_columns(names)
 
 
 def report_hidden(sys_syms, ours):
@@ -184,7 +184,7 @@ def parse_args():
     parser.add_argument("system", nargs="?")
     parser.add_argument("--soname", default="libibverbs.so.1")
     parser.add_argument("--nodes", default="IBVERBS_")
-    parser.add_argument("--private")
+    parser.add_argument("--private", action="append", default=[])
     args = parser.parse_args()
     args.system = args.system or os.path.join(SYSTEM_DIR, args.soname)
     return args

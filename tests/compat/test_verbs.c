@@ -12,7 +12,8 @@
  *  - the ibv_qp_ex API (WRITE, ATOMIC_WRITE, FLUSH with odpemu/verbs_ext.h) and the
  *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
  *  - event fds: EAGAIN when non-blocking and empty, EINTR when a signal interrupts;
- *  - MR decoherence as an async event; DEVICE_FATAL when the daemon is killed.
+ *  - MR decoherence as an async event; the mapping-change notifier through
+ *    odpemu_ibv_watch_create; DEVICE_FATAL when the daemon is killed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -356,6 +358,34 @@ static void decoherence(void)
 	T_EQ(ibv_dereg_mr(mr), 0, "dereg");
 }
 
+/* The notifier through the drop-in (odpemu/verbs_ext.h), in a child: its seccomp filter
+ * stays on the process that installs it. A watched page unmapped: Z set when munmap
+ * returns; an ibv_context that is not one of odpemu's: EINVAL. */
+static void watch_through_verbs(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		static uint64_t z __attribute__((aligned(8)));
+		struct ibv_device **list = ibv_get_device_list(NULL);
+		struct ibv_context *c = list && list[0] ? ibv_open_device(list[0]) : NULL;
+		struct odpemu_watch *w = NULL;
+		void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		int ok = c && p != MAP_FAILED &&
+			 odpemu_ibv_watch_create(c, p, 4096, &z, &w) == 0 &&
+			 munmap(p, 4096) == 0 && __atomic_load_n(&z, __ATOMIC_ACQUIRE) == 1 &&
+			 odpemu_ibv_watch_destroy(w) == 0 &&
+			 odpemu_ibv_watch_create(NULL, &z, 8, &z, &w) == EINVAL;
+
+		_exit(ok ? 0 : 1);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0, "odpemu_ibv_watch_create: Z set before munmap returned "
+		"(child status %#x)", status);
+}
+
 /* UD both ways: the reply's AH comes from the request's completion and GRH. */
 static struct ibv_qp *ud_qp(struct side *x)
 {
@@ -506,6 +536,7 @@ int main(void)
 	small_verbs(lmr, s[0].cq);
 	event_fds();
 	decoherence();
+	watch_through_verbs();
 	bad_arguments(lmr, lbuf);
 	ibv_dereg_mr(lmr);
 	ibv_dereg_mr(rmr);

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* watch — the mapping-change notifier through the drop-in (odpemu/verbs_ext.h): the same
+ * calls as libodpemu's odpemu_watch_create/destroy (docs/regcache.md), for programs that
+ * hold an ibv_context. Exported at odpemu's own version node ODPEMU_VERBS_EXT_1: a program
+ * that uses them needs odpemu's libibverbs.so.1. */
+#include <errno.h>
+
+#include "compat.h"
+#include "odpemu/verbs_ext.h"
+
+CV_EXPORT int odpemu_ibv_watch_create(struct ibv_context *context, const void *addr, size_t len,
+				      uint64_t *z, struct odpemu_watch **watch)
+{
+	struct odpemu_context *o = context ? odpemu_compat_context(context) : NULL;
+
+	if (!o)
+		return errno = EINVAL;
+	return odpemu_watch_create(o, addr, len, z, watch);
+}
+
+CV_EXPORT int odpemu_ibv_watch_destroy(struct odpemu_watch *watch)
+{
+	return odpemu_watch_destroy(watch);
+}
