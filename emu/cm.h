@@ -40,7 +40,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/socket.h>
 
 #include "cm_mad.h"
 #include "ipc.h"
@@ -154,15 +153,15 @@ struct emu_cm_conn *emu_cm_by_local_id(struct emu_cm *cm, uint32_t id);
 /* A passive exchange we already have: the same peer and its ID (a retransmission). */
 struct emu_cm_conn *emu_cm_by_remote(struct emu_cm *cm, const struct nic_gid *peer,
 				     uint32_t id);
-struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
-					     const struct nic_gid *dst);
-/* rdma_cm's IP header addresses <-> the IPC's (GID and port). */
-void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a);
-void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss);
+/* The listener a REQ's or SIDR_REQ's service ID and rdma_cm IP header (in priv) name, with
+ * the header's addresses (dst's port: the service's); NULL if none or not rdma_cm's.
+ * want: the port space required (0: any). */
+struct emu_cm_listener *emu_cm_listener_of(struct emu_cm *cm, uint64_t sid,
+					    enum cm_port_space want, const uint8_t *priv,
+					    size_t len, struct ipc_cm_addr *src,
+					    struct ipc_cm_addr *dst);
 /* Done with the protocol: an orphan goes, an owned one waits for its object's end. */
 void emu_cm_finish(struct emu_cm *cm, struct emu_cm_conn *c);
-/* Resend c->last every EMU_CM_RESPONSE_MS until answered or given up. */
-void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now);
 /* rdma_cm's IP header (q's addresses), then q's private data: a REQ's or SIDR_REQ's. */
 int emu_cm_ip_private(uint8_t *priv, const struct ipc_cm_connect_req *q);
 /* Send m as c's request (kept for resending), enter state, wait for the answer. */

@@ -38,8 +38,8 @@ static bool gid_eq(const struct nic_gid *a, const struct nic_gid *b)
 	return !memcmp(a, b, sizeof(*a));
 }
 
-struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
-					     const struct nic_gid *dst)
+static struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
+						    const struct nic_gid *dst)
 {
 	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
 		if (l->service_id == sid && (gid_eq(&l->addr, &any_gid) || gid_eq(&l->addr, dst)))
@@ -49,7 +49,7 @@ struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t sid,
 
 /* ---- addresses: rdma_cm's IP header <-> GID and port ---- */
 
-void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
+static void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (ss->ss_family == AF_INET) {
@@ -66,7 +66,7 @@ void emu_cm_addr_of(const struct sockaddr_storage *ss, struct ipc_cm_addr *a)
 	}
 }
 
-void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss)
+static void emu_cm_sockaddr_of(const struct ipc_cm_addr *a, struct sockaddr_storage *ss)
 {
 	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -124,7 +124,7 @@ void emu_cm_finish(struct emu_cm *cm, struct emu_cm_conn *c)
 		unlink_free(cm, c);
 }
 
-void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now)
+static void emu_cm_wait_answer(struct emu_cm_conn *c, uint64_t now)
 {
 	c->retries = 0;
 	c->deadline_ns = now + EMU_CM_RESPONSE_MS * MS;
@@ -219,14 +219,29 @@ static void take_req(struct emu_cm *cm, struct emu_cm_listener *l, const struct 
 	emu_cm_event(cm, c, &ev);
 }
 
+struct emu_cm_listener *emu_cm_listener_of(struct emu_cm *cm, uint64_t sid,
+					    enum cm_port_space want, const uint8_t *priv,
+					    size_t len, struct ipc_cm_addr *src,
+					    struct ipc_cm_addr *dst)
+{
+	struct sockaddr_storage ssrc, sdst;
+	enum cm_port_space ps;
+	uint16_t port;
+
+	if (cm_service_id_split(sid, &ps, &port) || (want && ps != want) ||
+	    cm_ip_hdr_decode(priv, len, &ssrc, &sdst))
+		return NULL;	/* not rdma_cm's (or not that port space): no service of ours */
+	emu_cm_addr_of(&ssrc, src);
+	emu_cm_addr_of(&sdst, dst);
+	dst->port = port;
+	return emu_cm_listener_for(cm, sid, (const struct nic_gid *)dst->gid);
+}
+
 static bool on_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *m)
 {
 	struct emu_cm_conn *dup = emu_cm_by_remote(cm, from, m->u.req.local_comm_id);
-	struct sockaddr_storage ssrc, sdst;
 	struct ipc_cm_addr src, dst;
 	struct emu_cm_listener *l;
-	enum cm_port_space ps;
-	uint16_t port;
 
 	if (dup) {
 		cm->ctr.duplicates++;
@@ -234,14 +249,8 @@ static bool on_req(struct emu_cm *cm, const struct nic_gid *from, const struct c
 			emu_cm_resend(cm, from, dup->last);	/* our REP was lost */
 		return true;
 	}
-	if (cm_service_id_split(m->u.req.service_id, &ps, &port) ||
-	    cm_ip_hdr_decode(m->u.req.private_data, CM_REQ_PRIVATE_LEN, &ssrc, &sdst))
-		return false;	/* not rdma_cm's: no service of ours */
-	emu_cm_addr_of(&ssrc, &src);
-	emu_cm_addr_of(&sdst, &dst);
-	dst.port = port;
-	l = emu_cm_listener_for(cm, m->u.req.service_id, (const struct nic_gid *)dst.gid);
-	if (!l)
+	if (!(l = emu_cm_listener_of(cm, m->u.req.service_id, 0, m->u.req.private_data,
+				     CM_REQ_PRIVATE_LEN, &src, &dst)))
 		return false;
 	take_req(cm, l, from, m, &src, &dst);
 	return true;

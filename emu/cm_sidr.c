@@ -44,11 +44,8 @@ bool emu_cm_sidr_rx_req(struct emu_cm *cm, const struct nic_gid *from, const str
 {
 	const struct cm_sidr_req *r = &m->u.sidr_req;
 	struct emu_cm_conn *dup = emu_cm_by_remote(cm, from, r->request_id);
-	struct sockaddr_storage ssrc, sdst;
 	struct ipc_cm_addr src, dst;
 	struct emu_cm_listener *l;
-	enum cm_port_space ps;
-	uint16_t port;
 
 	if (dup) {
 		cm->ctr.duplicates++;
@@ -56,14 +53,9 @@ bool emu_cm_sidr_rx_req(struct emu_cm *cm, const struct nic_gid *from, const str
 			emu_cm_resend(cm, from, dup->last);	/* our SIDR_REP was lost */
 		return true;
 	}
-	if (cm_service_id_split(r->service_id, &ps, &port) || ps != CM_PS_UDP ||
-	    cm_ip_hdr_decode(r->private_data, CM_SIDR_REQ_PRIVATE_LEN, &ssrc, &sdst))
-		return false;	/* not rdma_cm's UDP space: nobody here (UNSUPPORTED) */
-	emu_cm_addr_of(&ssrc, &src);
-	emu_cm_addr_of(&sdst, &dst);
-	dst.port = port;
-	if (!(l = emu_cm_listener_for(cm, r->service_id, (const struct nic_gid *)dst.gid)))
-		return false;
+	if (!(l = emu_cm_listener_of(cm, r->service_id, CM_PS_UDP, r->private_data,
+				     CM_SIDR_REQ_PRIVATE_LEN, &src, &dst)))
+		return false;	/* nobody here: UNSUPPORTED */
 	take(cm, l, from, m, &src, &dst);
 	return true;
 }
