@@ -252,6 +252,10 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "watch_changes", d->ctr.watch_changes);
 	put(l, "watch_fired", d->ctr.watch_fired);
 	put(l, "watch_errors", d->ctr.watch_errors);
+	put(l, "lease_breaks", d->ctr.lease_breaks);
+	put(l, "lease_acks", d->ctr.lease_acks);
+	put(l, "lease_revocations", d->ctr.lease_revocations);
+	put(l, "lease_restores", d->ctr.lease_restores);
 	put(l, "loop_sleeps", d->ctr.loop_sleeps);
 	put(l, "mem_read_errors", d->ctr.mem_read_errors);
 	put(l, "mem_write_errors", d->ctr.mem_write_errors);

@@ -30,6 +30,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "devnode.h"
+#include "lease.h"
 #include "log.h"
 #include "mtu.h"
 #include "ports.h"
@@ -370,6 +371,8 @@ static bool work_round(struct emu_daemon *d)
 		nic_tick(d->nic, now);
 	if (emu_cm_next_deadline(&d->cm) <= now)
 		emu_cm_tick(&d->cm, now);
+	if (emu_lease_next_deadline(d) <= now)
+		emu_lease_tick(d, now);
 	emu_evict_tick(d, now);
 	emu_rings_service_cqs(d);
 	emu_udp_flush(d->udp);
@@ -380,9 +383,12 @@ static uint64_t next_deadline(struct emu_daemon *d)
 {
 	uint64_t t = nic_next_deadline(d->nic), f = emu_answers_next_due(d);
 	uint64_t e = emu_evict_next(d), c = emu_cm_next_deadline(&d->cm);
+	uint64_t l = emu_lease_next_deadline(d);
 
 	if (f < t)
 		t = f;
+	if (l < t)
+		t = l;
 	if (c < t)
 		t = c;
 	return e < t ? e : t;

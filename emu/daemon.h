@@ -76,6 +76,8 @@ struct emu_daemon {
 		uint64_t loop_sleeps;		/* the loop stopped spinning and waited */
 		uint64_t watch_changes;		/* mapping changes held for the notifier */
 		uint64_t watch_fired, watch_errors;	/* Z words written; writes that failed */
+		uint64_t lease_breaks, lease_acks;	/* leases broken; broken ones acknowledged */
+		uint64_t lease_revocations, lease_restores;	/* timed out; restored */
 		uint64_t fault_lat_us[24];	/* fault submit -> answer delivered, log2 µs */
 		struct emu_lathist fault_lat_ns;	/* the same, log-linear ns (lathist.h) */
 	} ctr;

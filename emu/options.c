@@ -44,6 +44,9 @@ static void usage(FILE *f)
 "  --poll-us N|adaptive   busy-poll N us after the last work before sleeping; adaptive\n"
 "                         (the default): four times the learned idle gap between\n"
 "                         bursts, 50..1000 us, and 50 when the gaps are longer\n"
+"  --lease-timeout-ms N   how long a mapping change under an MR lease waits for the\n"
+"                         holder's acknowledgement before the MR is revoked (1..600000;\n"
+"                         default 1000; docs/regcache.md)\n"
 "  --no-gso               send datagram by datagram, without UDP segmentation offload\n"
 "                         (a capture then shows one RoCEv2 packet per frame)\n"
 "  --no-gro               receive datagram by datagram, without UDP_GRO coalescing\n"
@@ -60,7 +63,7 @@ static void usage(FILE *f)
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
-	OPT_FAULT_THREAD, OPT_HELP, OPT_VERSION };
+	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -80,6 +83,7 @@ static const struct option longopts[] = {
 	{ "no-gso", no_argument, NULL, OPT_NO_GSO },
 	{ "no-gro", no_argument, NULL, OPT_NO_GRO },
 	{ "fault-thread", no_argument, NULL, OPT_FAULT_THREAD },
+	{ "lease-timeout-ms", required_argument, NULL, OPT_LEASE_TIMEOUT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -184,6 +188,10 @@ static int one(struct emu_options *o, int c, const char *arg)
 			return bad("--poll-us '%s': want adaptive or 0..1000000", arg);
 		o->poll_us = (int)v;
 		return 0;
+	case OPT_LEASE_TIMEOUT:
+		if (parse_u64(arg, 1, 600000, &o->lease_timeout_ms))
+			return bad("--lease-timeout-ms '%s': want 1..600000", arg);
+		return 0;
 	case OPT_AROUND:
 		if (parse_u64(arg, 4096, 1ull << 30, &v) || (v & (v - 1)))
 			return bad("--fault-around '%s': want a power of two 4096..1073741824", arg);
@@ -204,6 +212,7 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	o->seed = 1;
 	o->log_level = EMU_LOG_INFO;
 	o->poll_us = -1;	/* adaptive */
+	o->lease_timeout_ms = 1000;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {

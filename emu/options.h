@@ -22,6 +22,7 @@ struct emu_options {
 	int poll_us;			/* --poll-us: spin this long before sleeping; -1:
 					 * adaptive (the default, poll.h) */
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */
+	uint64_t lease_timeout_ms;	/* --lease-timeout-ms: how long a change waits */
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 	bool no_gro;			/* --no-gro: no UDP_GRO on receive */
 	bool fault_thread;		/* --fault-thread: no inline fault resolution */

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "notifier.h"
 #include "session.h"
+#include "lease.h"
 #include "watch.h"
 #include "verbs.h"
 
@@ -302,6 +303,7 @@ void emu_session_close(struct emu_session *s)
 	if (s->d->last_session == s)
 		s->d->last_session = NULL;
 	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
+	emu_lease_session_close(s);
 	destroy_all(s);
 	unlink_session(s);
 	if (s->d->fault)

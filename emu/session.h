@@ -40,6 +40,7 @@ struct nic_pd;
 struct nic_qp;
 struct nic_srq;
 struct emu_session;
+struct emu_hold;
 
 enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
 	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN, EMU_OBJ_WATCH };
@@ -62,7 +63,14 @@ struct emu_obj {
 			void *pin;	/* pinned: the daemon's mapping of the pages */
 			size_t pin_len;
 			uint64_t va, len;
+			uint32_t access;
 			struct emu_obj *pd;
+			struct {	/* ODPEMU_ACCESS_LEASE (lease.c) */
+				bool on;
+				struct interval_node node;	/* in s->leases */
+				struct emu_hold *hold;	/* the change waiting for our ack */
+				struct emu_obj *hit;	/* lease.c: the touched ones, a list */
+			} lease;
 		} mr;
 		struct {
 			int wr_fd;	/* pipe write end */
@@ -106,8 +114,12 @@ struct emu_session {
 	int uffd;			/* the client's userfaultfd: we register ranges on it */
 	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
 	int supervise;			/* the listener of its seccomp filter (watch.h), or -1 */
+	uint64_t held_at;		/* the client's ipc_supervise_req.held words */
+	uint64_t held_used;		/* bit i: slot i names a hold (lease.c) */
 	unsigned nwatches;		/* its EMU_OBJ_WATCH objects */
 	struct interval_tree watches;	/* their ranges (watch.c) */
+	struct interval_tree leases;	/* leased MRs' ranges (lease.c) */
+	struct emu_hold *holds;		/* changes waiting for lease acks (lease.c) */
 	pid_t pid;
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */

@@ -24,6 +24,7 @@
 #include "rings.h"
 #include "session.h"
 #include "verbs.h"
+#include "lease.h"
 #include "watch.h"
 
 
@@ -296,6 +297,21 @@ static int pin_host(struct emu_req *r, const struct ipc_reg_mr_req *q, struct ni
 	return 0;
 }
 
+/* A lease needs the process's seccomp listener here (the library hands it over first)
+ * and pages the daemon holds: 0 or an error reply. */
+static int lease_check(struct emu_req *r, const struct ipc_reg_mr_req *q)
+{
+	if (!(q->access & ODPEMU_ACCESS_LEASE))
+		return 0;
+	if (r->s->supervise < 0)
+		return emu_reply_err(r, -EINVAL, "reg_mr: a lease needs the process's seccomp "
+				     "listener on this daemon (IPC_SUPERVISE first)");
+	if (q->flags & IPC_REG_MR_BY_ADDRESS)
+		return emu_reply_err(r, -EINVAL, "reg_mr: a lease needs memory the daemon can "
+				     "hold (not hugetlb or special mappings)");
+	return 0;
+}
+
 static int op_reg_mr(struct emu_req *r)
 {
 	const struct ipc_reg_mr_req *q = r->body;
@@ -315,6 +331,8 @@ static int op_reg_mr(struct emu_req *r)
 	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access };
 	if (q->flags & ~IPC_REG_MR_BY_ADDRESS)
 		return emu_reply_err(r, -EINVAL, "reg_mr: unknown flags %#x", q->flags);
+	if ((rc = lease_check(r, q)))
+		return rc;
 	if (!(q->access & ODPEMU_ACCESS_ON_DEMAND)) {
 		if ((rc = pin_host(r, q, &init, &pin, &pin_len)))
 			return rc;
@@ -337,14 +355,63 @@ static int op_reg_mr(struct emu_req *r)
 	o->u.mr.pin_len = pin_len;
 	o->u.mr.va = q->va;
 	o->u.mr.len = q->len;
+	o->u.mr.access = q->access;
 	o->u.mr.pd = pd;
 	pd->refs++;
-	if (pin)
+	if (q->access & ODPEMU_ACCESS_LEASE)
+		emu_lease_attach(o);	/* the lease reports its decoherence itself */
+	else if (pin)
 		emu_notifier_watch(r->s, q->va, q->len);
 	rep.handle = o->handle;
 	rep.lkey = nic_mr_lkey(o->u.mr.mr);
 	rep.rkey = nic_mr_rkey(o->u.mr.mr);
 	return ok(r, &rep, sizeof(rep));
+}
+
+/* IPC_RESTORE_MR: a broken lease re-pointed at the pages the client pinned again (the
+ * same request as REG_MR's, for the MR's own range, access and PD). The old pages go
+ * once the NIC uses the new ones (nic_mr_lease_restore fills behind the break's fence). */
+static int op_restore_mr(struct emu_req *r)
+{
+	const struct ipc_reg_mr_req *q = r->body;
+	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_MR);
+	struct nic_mr_init init;
+	void *pin = NULL;
+	size_t pin_len = 0;
+	int rc;
+
+	if (r->len < sizeof(*q) || q->nsegs > IPC_MAX_MR_SEGS ||
+	    r->len != sizeof(*q) + q->nsegs * sizeof(q->segs[0]))
+		return emu_reply_err(r, -EBADMSG, "RESTORE_MR body of %zu bytes does not match "
+				     "its segment count", r->len);
+	if (!o || !o->u.mr.lease.on)
+		return emu_reply_err(r, -EINVAL, "restore_mr: no leased MR %u", r->hdr->handle);
+	if (q->va != o->u.mr.va || q->len != o->u.mr.len || q->pd != o->u.mr.pd->handle ||
+	    q->access != o->u.mr.access || (q->flags & IPC_REG_MR_BY_ADDRESS))
+		return emu_reply_err(r, -EINVAL, "restore_mr: not the MR's range, PD and "
+				     "access, or memory the daemon cannot hold");
+	if (nic_mr_lease(o->u.mr.mr) == NIC_LEASE_REVOKED)
+		return emu_reply_err(r, -EACCES, "restore_mr: MR %u was revoked (its lease was "
+				     "not acknowledged in time)", o->handle);
+	if (nic_mr_lease(o->u.mr.mr) != NIC_LEASE_BROKEN)
+		return emu_reply_err(r, -EINVAL, "restore_mr: MR %u's lease is not broken",
+				     o->handle);
+	if (o->u.mr.lease.hold)		/* the pages mapped now are the ones going away */
+		return emu_reply_err(r, -EBUSY, "restore_mr: the change that broke MR %u's lease "
+				     "waits for its acknowledgement", o->handle);
+	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access };
+	if ((rc = pin_host(r, q, &init, &pin, &pin_len)))
+		return rc;
+	if ((rc = nic_mr_lease_restore(o->u.mr.mr, init.host))) {
+		munmap(pin, pin_len);
+		return emu_reply_err(r, rc, "restore_mr: %s", strerror(-rc));
+	}
+	if (o->u.mr.pin)
+		munmap(o->u.mr.pin, o->u.mr.pin_len);
+	o->u.mr.pin = pin;
+	o->u.mr.pin_len = pin_len;
+	r->s->d->ctr.lease_restores++;
+	return ok(r, NULL, 0);
 }
 
 /* The MR of this session whose lkey is `lkey`. */
@@ -508,6 +575,7 @@ int emu_obj_destroy(struct emu_obj *o)
 		 * its requests: it must not name o, which goes now. */
 		nic_mr_set_owner(o->u.mr.mr, NULL);
 		if (!(rc = nic_mr_dereg(o->u.mr.mr))) {
+			emu_lease_detach(o);
 			if (o->u.mr.pin)
 				munmap(o->u.mr.pin, o->u.mr.pin_len);
 			unref(o->u.mr.pd);
@@ -552,7 +620,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_HELLO] = op_hello, [IPC_QUERY_DEVICE] = op_query_device,
 		[IPC_QUERY_PORT] = op_query_port, [IPC_ALLOC_PD] = op_alloc_pd,
 		[IPC_DEALLOC_PD] = op_dealloc_pd, [IPC_REG_MR] = op_reg_mr,
-		[IPC_DEREG_MR] = op_dereg_mr, [IPC_ADVISE_MR] = op_advise_mr,
+		[IPC_DEREG_MR] = op_dereg_mr, [IPC_RESTORE_MR] = op_restore_mr, [IPC_ADVISE_MR] = op_advise_mr,
 		[IPC_CREATE_CHANNEL] = op_create_channel,
 		[IPC_DESTROY_CHANNEL] = op_destroy_channel, [IPC_CREATE_CQ] = op_create_cq,
 		[IPC_DESTROY_CQ] = op_destroy_cq, [IPC_CREATE_SRQ] = emu_op_create_srq,
@@ -567,5 +635,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		return NULL;
 	if (table[op])
 		return table[op];
-	return emu_cm_op(op) ? emu_cm_op(op) : emu_watch_op(op);
+	if (emu_cm_op(op))
+		return emu_cm_op(op);
+	return emu_watch_op(op) ? emu_watch_op(op) : emu_lease_op(op);
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -18,6 +20,7 @@
 
 #include "ctl.h"
 #include "daemon.h"
+#include "lease.h"
 #include "log.h"
 
 #define PAGE 4096ull
@@ -36,11 +39,18 @@ static int ok(struct emu_req *r, const void *body, size_t len)
 
 static int op_supervise(struct emu_req *r)
 {
+	const struct ipc_supervise_req *q = r->body;
+
+	EMU_WANT_BODY(r, struct ipc_supervise_req);
+	if (!q->held || (q->held & 7))
+		return emu_reply_err(r, -EINVAL, "supervise: the held-call words must be 8-byte "
+				     "aligned");
 	if (r->nfds != 1 || !emu_fd_is_anon(r->fds[0], "seccomp notify"))
 		return emu_reply_err(r, -EINVAL, "supervise: want the seccomp listener fd");
 	if (r->s->supervise >= 0)
 		return emu_reply_err(r, -EBUSY, "supervise: this session has a listener already");
 	emu_session_set_supervise(r->s, r->fds[0]);
+	r->s->held_at = q->held;
 	r->fds[0] = -1;
 	return ok(r, NULL, 0);
 }
@@ -105,14 +115,175 @@ static struct range pages(uint64_t addr, uint64_t len)
 			       (end + PAGE - 1) & ~(PAGE - 1) };
 }
 
-/* The ranges a held call will change (at most two: mremap's old and new places). */
-static unsigned changed(const struct seccomp_data *d, struct range out[2])
+static uint64_t page_up(uint64_t a)
 {
+	return a > UINT64_MAX - (PAGE - 1) ? UINT64_MAX : (a + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* A task's VMAs, one line of /proc/TID/maps at a time, in address order. The text rather
+ * than PROCMAP_QUERY (emu/fault.c has both): only brk and shmdt need it, brk stops at
+ * [heap] (the first page of text or so, which is all the kernel then formats), and every
+ * kernel has it, so there is one path to keep correct, not two. */
+struct vma {
+	uint64_t start, end, off, ino;
+	unsigned major, minor;
+	const char *name;	/* "" when anonymous */
+};
+
+struct maps {
+	FILE *f;
+	char line[4352];	/* a path of PATH_MAX, " (deleted)" and the fields */
+};
+
+static bool maps_open(struct maps *m, pid_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)tid);
+	return tid > 0 && (m->f = fopen(path, "re")) != NULL;
+}
+
+static bool maps_next(struct maps *m, struct vma *v)
+{
+	while (fgets(m->line, sizeof(m->line), m->f)) {
+		size_t n = strlen(m->line);
+		int at = 0;
+
+		if (n && m->line[n - 1] == '\n') {
+			m->line[n - 1] = '\0';
+		} else {	/* longer than any path: drop the rest, keep what we have */
+			int c;
+
+			while ((c = fgetc(m->f)) != EOF && c != '\n')
+				;
+		}
+		if (sscanf(m->line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &v->start, &v->end, &v->off, &v->major, &v->minor, &v->ino, &at) == 6 &&
+		    at > 0) {
+			v->name = m->line + at;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void maps_close(struct maps *m)
+{
+	fclose(m->f);
+}
+
+/* brk(want): a shrink frees [PAGE_ALIGN(want), PAGE_ALIGN(old break)) (mm/mmap.c); brk(0)
+ * (which the filter lets run anyway) and a growth change no mapping. There is no file that
+ * gives a process's break; the heap VMA ends at the page-aligned break, and /proc/PID/maps
+ * labels [heap] each VMA between the heap's start and the break, so the old break is the
+ * end of the last [heap] line. Conservative where that VMA reaches further (an anonymous
+ * mapping merged with the heap, or one starting right at the break): the range then
+ * covers it too, a Z word set for nothing, never one missed. A break below the heap's
+ * first VMA is refused by the kernel: nothing. */
+static unsigned brk_change(pid_t tid, uint64_t want, struct range *out)
+{
+	uint64_t start = 0, end = 0;
+	struct maps m;
+	struct vma v;
+
+	if (!want || !maps_open(&m, tid))
+		return 0;
+	while (maps_next(&m, &v)) {
+		if (strcmp(v.name, "[heap]")) {
+			if (end)
+				break;	/* past the heap */
+			continue;
+		}
+		if (!end)
+			start = v.start;
+		end = v.end;
+	}
+	maps_close(&m);
+	if (want < start || page_up(want) >= end)
+		return 0;
+	*out = (struct range){ page_up(want), end };
+	return 1;
+}
+
+/* shmdt(addr) detaches what ipc/shm.c finds: the first System V shared memory VMA at or
+ * above addr whose file offset is its distance from addr, and every later VMA of that same
+ * segment (device and inode) at its distance too: the pieces mprotect or munmap made of one
+ * attachment. One range, from the first piece to the end of the last: a hole between two
+ * pieces, mapped since by something else, is reported with them (conservative). */
+static unsigned shmdt_change(pid_t tid, uint64_t addr, struct range *out)
+{
+	unsigned found = 0, major = 0, minor = 0;
+	uint64_t ino = 0;
+	struct maps m;
+	struct vma v;
+
+	if ((addr & (PAGE - 1)) || !maps_open(&m, tid))
+		return 0;	/* unaligned: EINVAL */
+	while (maps_next(&m, &v)) {
+		if (v.start < addr || v.start - addr != v.off || strncmp(v.name, "/SYSV", 5))
+			continue;
+		if (!found) {
+			found = 1;
+			major = v.major, minor = v.minor, ino = v.ino;
+			out->start = v.start;
+		} else if (v.ino != ino || v.major != major || v.minor != minor) {
+			continue;
+		}
+		out->end = v.end;
+	}
+	maps_close(&m);
+	return found;
+}
+
+static bool same_ipc_ns(pid_t tid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)tid);
+	return stat(path, &a) == 0 && stat("/proc/thread-self/ns/ipc", &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* shmat(id, addr, flags with SHM_REMAP) maps segment id over [addr, addr + its size)
+ * (ipc/shm.c do_shmat; SHM_RND rounds addr down to SHMLBA, the page size on x86-64). The
+ * size comes from shmctl(IPC_STAT), which we, root, may always do, but only for a caller
+ * in our IPC namespace (an id means nothing in another). A segment that is not there
+ * (EINVAL, EIDRM): the call fails, nothing changes. Any other doubt (another namespace,
+ * IPC_STAT refused): everything from addr up, conservative. */
+static unsigned shmat_change(pid_t tid, const __u64 *a, struct range *out)
+{
+	uint64_t addr = (a[2] & SHM_RND) ? a[1] & ~(PAGE - 1) : a[1];
+	struct shmid_ds ds;
+
+	if (!addr || (addr & (PAGE - 1)))
+		return 0;	/* EINVAL */
+	if (!same_ipc_ns(tid)) {
+		*out = (struct range){ addr, UINT64_MAX };
+	} else if (shmctl((int)a[0], IPC_STAT, &ds) == 0) {
+		*out = pages(addr, ds.shm_segsz);
+	} else if (errno == EINVAL || errno == EIDRM) {
+		return 0;
+	} else {
+		*out = (struct range){ addr, UINT64_MAX };
+	}
+	return 1;
+}
+
+/* The ranges a held call will change (at most two: mremap's old and new places). brk and
+ * System V detaches are read from the calling thread's /proc entry (n->pid, in our PID
+ * namespace; 0 if it has none there, and then nothing is found) rather than the
+ * session's: the address space is the process's either way, a thread's entry still
+ * answers once the leader has exited, and an IPC namespace is per thread. */
+static unsigned changed(const struct seccomp_notif *n, struct range out[2])
+{
+	const struct seccomp_data *d = &n->data;
 	const __u64 *a = d->args;
+	pid_t caller = (pid_t)n->pid;
 
 	switch (d->nr) {
 	case __NR_munmap:
-	case __NR_madvise:	/* the filter holds only the discarding advices */
+	case __NR_madvise:	/* the filter holds only the discarding advices, DONTNEED_LOCKED too */
 	case __NR_mmap:		/* the filter holds only MAP_FIXED */
 		out[0] = pages(a[0], a[1]);
 		return a[1] ? 1 : 0;
@@ -123,6 +294,12 @@ static unsigned changed(const struct seccomp_data *d, struct range out[2])
 			return 2;
 		}
 		return 1;
+	case __NR_brk:
+		return brk_change(caller, a[0], &out[0]);
+	case __NR_shmdt:
+		return shmdt_change(caller, a[0], &out[0]);
+	case __NR_shmat:	/* the filter holds only SHM_REMAP */
+		return shmat_change(caller, a, &out[0]);
 	default:
 		return 0;
 	}
@@ -173,16 +350,41 @@ static void fire(struct emu_session *s, struct range r)
 		interval_insert(&s->watches, &hits->u.watch.node);
 }
 
-static void notify(struct emu_session *s, const struct seccomp_notif *n)
+/* Set the Z words, break the leases; true if the call must wait for lease acks (then
+ * lease.c answers it later). */
+static bool notify(struct emu_session *s, const struct seccomp_notif *n)
 {
+	struct emu_hold *hold = NULL;
 	struct range r[2];
-	unsigned k = changed(&n->data, r);
+	unsigned k = changed(n, r);
 
 	s->d->ctr.watch_changes++;
 	if (!ours(s, (pid_t)n->pid))
-		return;
-	for (unsigned i = 0; i < k; i++)
+		return false;
+	for (unsigned i = 0; i < k; i++) {
 		fire(s, r[i]);
+		emu_lease_change(s, n->id, r[i].start, r[i].end, &hold);
+	}
+	return hold != NULL;
+}
+
+void emu_watch_answer(struct emu_session *s, uint64_t id)
+{
+	/* room for a kernel whose record outgrew our header */
+	union {
+		struct seccomp_notif_resp r;
+		uint8_t room[512];
+	} out;
+
+	if (s->supervise < 0)
+		return;
+	memset(&out, 0, sizeof(out));
+	out.r.id = id;
+	out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	/* ENOENT: the caller went meanwhile (killed by a signal, say) */
+	if (ioctl(s->supervise, SECCOMP_IOCTL_NOTIF_SEND, &out.r) && errno != ENOENT)
+		emu_log(EMU_LOG_WARN, "session %u: answering a held call: %s", s->id,
+			strerror(errno));
 }
 
 static void serve_one(struct emu_session *s)
@@ -192,22 +394,13 @@ static void serve_one(struct emu_session *s)
 		struct seccomp_notif n;
 		uint8_t room[512];
 	} in;
-	union {
-		struct seccomp_notif_resp r;
-		uint8_t room[512];
-	} out;
 
 	memset(&in, 0, sizeof(in));
 	/* The poll said readable; RECV fails with ENOENT when the caller went meanwhile. */
 	if (ioctl(s->supervise, SECCOMP_IOCTL_NOTIF_RECV, &in.n))
 		return;
-	notify(s, &in.n);
-	memset(&out, 0, sizeof(out));
-	out.r.id = in.n.id;
-	out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-	if (ioctl(s->supervise, SECCOMP_IOCTL_NOTIF_SEND, &out.r) && errno != ENOENT)
-		emu_log(EMU_LOG_WARN, "session %u: answering a held call: %s", s->id,
-			strerror(errno));
+	if (!notify(s, &in.n))
+		emu_watch_answer(s, in.n.id);
 }
 
 /* One poll completion may stand for several held calls (io_uring coalesces wakeups):

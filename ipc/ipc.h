@@ -62,7 +62,8 @@
 	X(QUERY_QP, 18) X(DESTROY_QP, 19) X(COUNTERS, 20) X(INJECT, 21) X(GET_INJECT, 22) \
 	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
-	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33)
+	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
+	X(RESTORE_MR, 35)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -448,6 +449,13 @@ struct ipc_cm_event {
  * (SECCOMP_FILTER_FLAG_NEW_LISTENER): the daemon answers every mapping change the filter
  * holds, after writing the Z words of the watches it touches. One per process and daemon.
  * WATCH_CREATE: body below, reply struct ipc_handle_rep. WATCH_DESTROY: handle. */
+/* IPC_SUPERVISE (the listener fd with it): where the daemon writes the notification id of
+ * each call it holds for a lease (0 when it lets it go), so that the library's fallback
+ * can let them go if the daemon dies holding them (docs/regcache.md). */
+#define IPC_HELD_SLOTS 64
+struct ipc_supervise_req {
+	uint64_t held;			/* address of IPC_HELD_SLOTS 64-bit words */
+};
 struct ipc_watch_req {
 	uint64_t addr, len;		/* the watched range */
 	uint64_t z;			/* where to write a non-zero word when it changes */

@@ -119,6 +119,18 @@ ODPEMU_EXPORT int odpemu_get_async_event(struct odpemu_context *context,
 	}
 }
 
+/* A leased MR's change waits in the daemon for this acknowledgement (docs/regcache.md). A
+ * failure (the daemon died) has nowhere to go: the change then runs after the timeout. */
+static void lease_ack(struct lib_mr *mr)
+{
+	struct lib_call call = { .op = IPC_LEASE_ACK };
+
+	if (!mr || !(mr->access & ODPEMU_ACCESS_LEASE))
+		return;
+	call.handle = mr->pub.handle;
+	(void)lib_call(lib_ctx(mr->pub.context), &call);
+}
+
 ODPEMU_EXPORT void odpemu_ack_async_event(struct odpemu_async_event *event)
 {
 	void *obj;
@@ -131,7 +143,10 @@ ODPEMU_EXPORT void odpemu_ack_async_event(struct odpemu_async_event *event)
 		lib_cq_ack((struct lib_cq *)event->element.cq, false, 1);
 		return;
 	case EV_SRQ: obj = event->element.srq; break;
-	case EV_MR: obj = event->element.mr; break;
+	case EV_MR:
+		obj = event->element.mr;
+		lease_ack((struct lib_mr *)obj);
+		break;
 	default: return;
 	}
 	lib_evc_ack(evc_of(target_of(event->event_type), obj), false, 1);

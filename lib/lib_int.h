@@ -168,7 +168,14 @@ void *lib_map_fd(int fd, size_t len, int *err);
 struct lib_mr {
 	struct odpemu_mr pub;
 	struct lib_evc evc;
+	int access;		/* as registered (a restore repeats it) */
 };
+
+/* watch.c: the process's seccomp filter, its listener with context's daemon (the first
+ * watch or lease): 0, -EXDEV (another daemon has it), -ENODEV, -errno. */
+int lib_supervise(struct odpemu_context *context);
+/* context is closing: if its daemon holds the listener, the library answers from now on. */
+void lib_watch_closing(struct odpemu_context *context);
 
 struct lib_cq {
 	struct odpemu_cq pub;

@@ -138,6 +138,7 @@ ODPEMU_EXPORT int odpemu_close_device(struct odpemu_context *context)
 		return lib_fail(EINVAL);
 	c = lib_ctx(context);
 	lib_fork_untrack(c);
+	lib_watch_closing(context);
 	ctx_close_fds(c);
 	lib_ctx_free(c);
 	return 0;

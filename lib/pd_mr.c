@@ -135,7 +135,7 @@ static int prefetch_all(struct odpemu_pd *pd, const struct lib_mr *mr, int acces
 	return 0;
 }
 
-static struct lib_mr *mr_new(struct odpemu_pd *pd, void *addr, size_t length,
+static struct lib_mr *mr_new(struct odpemu_pd *pd, void *addr, size_t length, int access,
 			     const struct ipc_reg_mr_rep *rep)
 {
 	struct lib_mr *mr = calloc(1, sizeof(*mr));
@@ -149,6 +149,7 @@ static struct lib_mr *mr_new(struct odpemu_pd *pd, void *addr, size_t length,
 	mr->pub.handle = rep->handle;
 	mr->pub.lkey = rep->lkey;
 	mr->pub.rkey = rep->rkey;
+	mr->access = access;
 	lib_evc_init(&mr->evc);
 	return mr;
 }
@@ -180,14 +181,16 @@ static struct lib_mr *reg_mr(struct odpemu_pd *pd, void *addr, size_t length, in
 	b.req.len = implicit ? UINT64_MAX : (uint64_t)length;
 	b.req.access = (uint32_t)access;
 	b.req.pd = pd->handle;
-	*err = (access & ODPEMU_ACCESS_ON_DEMAND) ? 0 : pin(c, &b, addr, length, access, fds);
+	*err = (access & ODPEMU_ACCESS_LEASE) ? lib_supervise(pd->context) : 0;
+	if (!*err && !(access & ODPEMU_ACCESS_ON_DEMAND))
+		*err = pin(c, &b, addr, length, access, fds);
 	if (!*err)
 		*err = reg(c, &b, fds, &rep);
 	for (unsigned i = 0; i < b.req.nsegs; i++)
 		close(fds[i]);
 	if (*err)
 		return NULL;
-	if (!(mr = mr_new(pd, addr, length, &rep))) {
+	if (!(mr = mr_new(pd, addr, length, access, &rep))) {
 		*err = -ENOMEM;
 	} else if ((b.req.flags & IPC_REG_MR_BY_ADDRESS) && (*err = prefetch_all(pd, mr, access))) {
 		lib_set_error(c, "reg_mr %p+%zu: part of the range is not mapped", addr, length);
@@ -251,6 +254,35 @@ ODPEMU_EXPORT int odpemu_dereg_mr(struct odpemu_mr *pub)
 		return lib_fail(-rc);
 	lib_mr_free(mr);
 	return 0;
+}
+
+ODPEMU_EXPORT int odpemu_restore_mr(struct odpemu_mr *pub)
+{
+	struct lib_mr *mr = (struct lib_mr *)pub;
+	struct lib_context *c;
+	union lib_reg_buf b;
+	int fds[IPC_MAX_MR_SEGS], rc;
+	struct lib_call call = { .op = IPC_RESTORE_MR, .req = &b };
+
+	if (!pub || !(mr->access & ODPEMU_ACCESS_LEASE))
+		return lib_fail(EINVAL);
+	c = lib_ctx(pub->context);
+	memset(&b, 0, sizeof(b));
+	b.req.va = (uint64_t)(uintptr_t)pub->addr;
+	b.req.len = pub->length;
+	b.req.access = (uint32_t)mr->access;
+	b.req.pd = pub->pd->handle;
+	/* the pages mapped there now, moved into shared memory as at registration */
+	if ((rc = pin(c, &b, pub->addr, pub->length, mr->access, fds)))
+		return lib_fail(-rc);
+	call.handle = pub->handle;
+	call.req_len = sizeof(b.req) + b.req.nsegs * sizeof(struct ipc_mr_seg);
+	call.fds = fds;
+	call.nfds = b.req.nsegs;
+	rc = lib_call(c, &call);
+	for (unsigned i = 0; i < b.req.nsegs; i++)
+		close(fds[i]);
+	return rc ? lib_fail(-rc) : 0;
 }
 
 ODPEMU_EXPORT int odpemu_advise_mr(struct odpemu_pd *pd, enum odpemu_advise_mr_advice advice,

@@ -7,7 +7,7 @@
  *    entry is out of it and waits for its last put;
  *  - the LRU list while it is indexed and unreferenced: only these can be evicted;
  *  - the handle table from registration to deregistration (odpemu_regcache_decoherent
- *    finds entries by handle).
+ *    finds entries by handle to mark them broken; lookup restores them).
  * So: indexed && refs == 0 <=> on the LRU list; !indexed implies refs > 0 (an unindexed
  * entry without references is released at once).
  */
@@ -35,6 +35,8 @@ struct rc_entry {
 	void *watch;				/* NOTIFY: ops.watch's token */
 	size_t refs;
 	bool indexed;
+	bool broken;				/* LEASE: decoherent marked it; the next
+						 * lookup that finds it restores it */
 };
 
 struct odpemu_regcache {
@@ -194,8 +196,24 @@ static void evict(struct odpemu_regcache *c, size_t more_entries, size_t more_by
 	}
 }
 
-/* The indexed entry that covers [start, end) (regcache.h's choice), NOTIFY entries whose
- * Z word is set dropped on the way (each found stale leaves the index: bounded by n). */
+/* Whether a found entry may be handed out: not if its Z word is set (NOTIFY), or if it
+ * is broken (LEASE) and cannot be restored. Restoring here, not in decoherent: a get
+ * that sees the mark comes after the change (regcache.h, LEASE), so the new pages exist. */
+static bool usable(struct odpemu_regcache *c, struct rc_entry *e)
+{
+	if (z_set(c, e))
+		return false;
+	if (!e->broken)
+		return true;
+	if (op_err(c->ops.restore(c->ctx, e->pub.handle)))
+		return false;
+	e->broken = false;
+	c->st.restores++;
+	return true;
+}
+
+/* The indexed entry that covers [start, end) (regcache.h's choice), entries found
+ * unusable dropped on the way (each leaves the index: bounded by n). */
 static struct rc_entry *lookup(struct odpemu_regcache *c, uintptr_t start, uintptr_t end)
 {
 	struct interval_node *n;
@@ -203,7 +221,7 @@ static struct rc_entry *lookup(struct odpemu_regcache *c, uintptr_t start, uintp
 	while ((n = interval_find_covering(&c->index, start, end))) {
 		struct rc_entry *e = entry_of_node(n);
 
-		if (!z_set(c, e))
+		if (usable(c, e))
 			return e;
 		c->st.stale_drops++;
 		drop(c, e);
@@ -402,36 +420,22 @@ ODPEMU_EXPORT int odpemu_regcache_invalidate(struct odpemu_regcache *c, const vo
 	return 0;
 }
 
+/* Only a mark: the change that broke the lease has not run yet (regcache.h, LEASE). */
 ODPEMU_EXPORT int odpemu_regcache_decoherent(struct odpemu_regcache *c, void *handle)
 {
-	struct rc_entry *e, *next;
 	bool found = false;
-	int rc = 0;
 
 	if (!c || c->backend != ODPEMU_REGCACHE_LEASE)
 		return lib_fail(EINVAL);
 	pthread_mutex_lock(&c->lock);
-	for (e = c->table[slot_of(c, handle)]; e; e = next) {
-		int err;
-
-		next = e->hnext;	/* drop may free e */
-		if (e->pub.handle != handle)
-			continue;
-		found = true;
-		if (!(err = op_err(c->ops.restore(c->ctx, handle)))) {
-			c->st.restores++;
-			continue;
-		}
-		rc = err;
-		if (e->indexed) {	/* a stale one is already on its way out */
-			c->st.stale_drops++;
-			drop(c, e);
+	for (struct rc_entry *e = c->table[slot_of(c, handle)]; e; e = e->hnext) {
+		if (e->pub.handle == handle) {
+			e->broken = true;
+			found = true;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (!found)
-		return lib_fail(ENOENT);
-	return rc ? lib_fail(rc) : 0;
+	return found ? 0 : lib_fail(ENOENT);
 }
 
 ODPEMU_EXPORT int odpemu_regcache_stats(struct odpemu_regcache *c,

@@ -12,9 +12,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +32,16 @@ static pthread_mutex_t supervise_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct odpemu_context *supervisor;	/* whose daemon holds our listener */
 static pid_t supervised_pid;			/* a fork child installs its own */
 
-/* If the daemon dies, nobody would answer the held calls and the kernel would fail them
- * with ENOSYS (free() could no longer return memory, the dynamic loader could no longer
- * map a library). So the library keeps a copy of the listener and a thread that sleeps
- * on the daemon's pidfd; once the daemon is gone it lets every held call run, forever.
- * It never makes a held call itself: its buffers are static, it allocates nothing. */
-static int listener_copy = -1, daemon_pidfd = -1;
+/* If the daemon dies, or the context whose session holds the listener is closed, nobody
+ * answers the held calls: the process would hang in munmap (the library's copy keeps the
+ * listener alive). So the library keeps a copy of the listener and a thread that sleeps on
+ * the daemon's pidfd and on `takeover` (written when that context closes); from then on it
+ * lets every held call run, forever. It never makes a held call itself: its buffers are
+ * static, it allocates nothing. */
+static int listener_copy = -1, daemon_pidfd = -1, takeover = -1;
+/* The ids of the calls the daemon holds for a lease (ipc_supervise_req; it writes them):
+ * a dead daemon's held calls are let go from here, the new ones by the loop below. */
+static uint64_t held_ids[IPC_HELD_SLOTS] __attribute__((aligned(8)));
 
 static sem_t fallback_ready;
 
@@ -63,12 +69,24 @@ static void *answer_when_orphaned(void *arg)
 		struct seccomp_notif_resp r;
 		uint8_t room[512];
 	} out;
-	struct pollfd pf = { .fd = daemon_pidfd, .events = POLLIN };
+	struct pollfd pf[2] = { { .fd = takeover, .events = POLLIN },
+				{ .fd = daemon_pidfd, .events = POLLIN } };
 
 	(void)arg;
 	warm_up();
-	while (daemon_pidfd >= 0 && poll(&pf, 1, -1) < 0 && errno == EINTR)
+	/* a pidfd < 0 (a daemon in another PID namespace) is ignored by poll */
+	while (poll(pf, 2, -1) < 0 && errno == EINTR)
 		;
+	for (unsigned i = 0; i < IPC_HELD_SLOTS; i++) {
+		uint64_t id = __atomic_load_n(&held_ids[i], __ATOMIC_ACQUIRE);
+
+		if (!id)
+			continue;
+		memset(&out, 0, sizeof(out));
+		out.r.id = id;
+		out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_SEND, &out.r);	/* ENOENT: gone */
+	}
 	for (;;) {
 		memset(&in, 0, sizeof(in));
 		if (ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_RECV, &in.n))
@@ -82,17 +100,20 @@ static void *answer_when_orphaned(void *arg)
 }
 
 /* The fallback above, for the daemon of c; c NULL: no daemon took the listener, answer
- * from now on. Without a pidfd of c's daemon (another PID namespace) there is none: the
- * thread would race the daemon for the calls (docs/regcache.md). */
+ * from now on. Without a pidfd of c's daemon (another PID namespace) it takes over only
+ * when c closes (docs/regcache.md). */
 static void keep_fallback(struct lib_context *c, int listener)
 {
+	static const uint64_t one = 1;
 	pthread_attr_t attr;
 	pthread_t t;
 
-	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
-		close(listener);
-		return;
-	}
+	if ((takeover = eventfd(0, EFD_CLOEXEC)) < 0)
+		return;		/* the listener stays open: its calls wait for the daemon */
+	if (c)
+		daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0);
+	else
+		(void)!write(takeover, &one, sizeof(one));
 	listener_copy = listener;
 	if (sem_init(&fallback_ready, 0, 0) || pthread_attr_init(&attr))
 		return;
@@ -109,35 +130,56 @@ static void keep_fallback(struct lib_context *c, int listener)
 }
 
 /* The filter: the calls that can change a mapping are held for the daemon (user
- * notification); everything else runs. madvise only with a discarding advice, mmap only
- * with MAP_FIXED (the low word of the flags argument: x86-64 is little-endian). */
+ * notification), which works out what each one changes (emu/watch.c); everything else
+ * runs. Arguments are tested on their low word (x86-64 is little-endian) where the kernel
+ * reads an int (madvise's advice, mmap's and shmat's flags).
+ *
+ * Built from blocks so that no jump offset is counted by hand: once the call's number is
+ * loaded, ON_CALL(nr, block...) skips the block (its length is computed) unless the number
+ * is nr. Every block ends in a return, so the next ON_CALL still finds the number in the
+ * accumulator; inside a block every jump skips exactly one instruction. A call that no
+ * block names reaches the last RUN without reading an argument: the kernel's seccomp
+ * action cache (5.11) then lets it run without running the filter at all. */
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24	/* Linux 5.18 */
+#endif
+#define LD_ARCH BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch))
 #define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
 #define LD_ARG_LO(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]))
+#define LD_ARG_HI(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, \
+			      offsetof(struct seccomp_data, args[i]) + 4)
 #define HOLD BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
 #define RUN BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define HOLD_IF_EQ(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 0, 1), HOLD
+#define HOLD_IF_NE(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 1, 0), HOLD
+#define HOLD_IF_ANY(bits) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, (bits), 0, 1), HOLD
+#define RUN_IF_NE(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 1, 0), RUN
+#define NINSN(...) (sizeof((struct sock_filter[]){ __VA_ARGS__ }) / sizeof(struct sock_filter))
+#define ON_CALL(nr, ...) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, NINSN(__VA_ARGS__)), __VA_ARGS__
 
 static int install_filter(void)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		RUN,						/* another ABI: not ours */
+		LD_ARCH,
+		RUN_IF_NE(AUDIT_ARCH_X86_64),	/* another ABI (int 0x80): not ours */
 		LD_NR,
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_munmap, 0, 1),
-		HOLD,
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 1),
-		HOLD,
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 6),
-		LD_ARG_LO(2),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_DONTNEED, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_FREE, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_REMOVE, 1, 0),
-		RUN,
-		HOLD,
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 3),
-		LD_ARG_LO(3),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_FIXED, 0, 1),
-		HOLD,
+		ON_CALL(__NR_munmap, HOLD),
+		ON_CALL(__NR_mremap, HOLD),
+		/* madvise: only the advices that discard pages */
+		ON_CALL(__NR_madvise, LD_ARG_LO(2), HOLD_IF_EQ(MADV_DONTNEED),
+			HOLD_IF_EQ(MADV_DONTNEED_LOCKED), HOLD_IF_EQ(MADV_FREE),
+			HOLD_IF_EQ(MADV_REMOVE), RUN),
+		/* mmap: only over what is there (MAP_FIXED; MAP_FIXED_NOREPLACE fails instead) */
+		ON_CALL(__NR_mmap, LD_ARG_LO(3), HOLD_IF_ANY(MAP_FIXED), RUN),
+		/* brk: every one but brk(0), the query: only the daemon knows the old break, so
+		 * only it can tell a shrink (which frees pages) from a growth. Each held brk is
+		 * a round trip to the daemon, growth too (docs/regcache.md). */
+		ON_CALL(__NR_brk, LD_ARG_LO(0), HOLD_IF_NE(0), LD_ARG_HI(0), HOLD_IF_NE(0), RUN),
+		/* System V shared memory: every detach; an attach only with SHM_REMAP (without
+		 * it, an attach over a mapping fails) */
+		ON_CALL(__NR_shmdt, HOLD),
+		ON_CALL(__NR_shmat, LD_ARG_LO(2), HOLD_IF_ANY(SHM_REMAP), RUN),
 		RUN,
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
@@ -150,11 +192,25 @@ static int install_filter(void)
 			    SECCOMP_FILTER_FLAG_TSYNC_ESRCH, &prog);
 }
 
-/* The first watch of the process: the filter, its listener to this context's daemon.
- * Later watches must use the same daemon (one listener per process). */
-static int supervise(struct odpemu_context *context)
+void lib_watch_closing(struct odpemu_context *context)
 {
-	struct lib_call call = { .op = IPC_SUPERVISE };
+	static const uint64_t one = 1;
+
+	pthread_mutex_lock(&supervise_lock);
+	if (supervised_pid == getpid() && supervisor == context) {
+		supervisor = NULL;	/* later watches: ENODEV */
+		if (takeover >= 0)
+			(void)!write(takeover, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&supervise_lock);
+}
+
+/* The first watch or lease of the process: the filter, its listener to this context's
+ * daemon. Later ones must use the same daemon (one listener per process). */
+int lib_supervise(struct odpemu_context *context)
+{
+	struct ipc_supervise_req q = { .held = (uint64_t)(uintptr_t)held_ids };
+	struct lib_call call = { .op = IPC_SUPERVISE, .req = &q, .req_len = sizeof(q) };
 	int rc = 0, fd;
 
 	pthread_mutex_lock(&supervise_lock);
@@ -195,7 +251,7 @@ ODPEMU_EXPORT int odpemu_watch_create(struct odpemu_context *context, const void
 
 	if (!context || !len || !z || ((uintptr_t)z & 7) || !watch)
 		return lib_fail(EINVAL);
-	if ((rc = supervise(context)))
+	if ((rc = lib_supervise(context)))
 		return lib_fail(-rc);
 	if (!(w = calloc(1, sizeof(*w))))
 		return lib_fail(ENOMEM);

@@ -80,6 +80,10 @@ static enum nic_dma_result dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint
 	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
 		return NIC_DMA_RANGE;
 	iopt_dma_begin(mr->iopt, &dma);
+	if (mr->lease >= NIC_LEASE_BROKEN) {	/* checked inside the bracket: the fence */
+		iopt_dma_end(&dma);
+		return nic_lease_blocked(c, mr);
+	}
 	while (done < len && res == NIC_DMA_OK) {
 		struct iopt_xlate x;
 		int rc = iopt_translate(mr->iopt, va + done, len - done, access, &x);
@@ -131,6 +135,10 @@ enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uin
 	if (va < mr->va || va + 8 < va || va + 8 > mr->va + mr->len)
 		return NIC_DMA_RANGE;
 	iopt_dma_begin(mr->iopt, &dma);
+	if (mr->lease >= NIC_LEASE_BROKEN) {
+		iopt_dma_end(&dma);
+		return nic_lease_blocked(c, mr);
+	}
 	rc = iopt_translate(mr->iopt, va, 8, IOPT_ATOMIC, &x);
 	if (rc == -EFAULT) {
 		res = NIC_DMA_FAULT;

@@ -26,7 +26,8 @@ enum nic_fault_state nic_fault_poll(struct nic_fault *f)
  * the traffic that raised it. */
 void nic_fault_cancel(struct nic_fault *f)
 {
-	if (f->state == NIC_SLOT_WAITING)
+	if (f->state == NIC_SLOT_WAITING && f->dom)
 		(void)iopt_waiter_cancel(f->dom, &f->waiter);
+	f->lease_mr = NULL;	/* a lease's wait is only this pointer (lease.c) */
 	f->state = NIC_SLOT_IDLE;
 }

@@ -33,6 +33,8 @@ const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *in)
 		return "length 0 or beyond the device's max_mr_size";
 	if (in->va + in->len < in->va || in->va + in->len > IOPT_VA_END)
 		return "the range leaves the 47-bit user address space";
+	if (odp && (in->access & ODPEMU_ACCESS_LEASE))
+		return "a lease is for pinned MRs: an ODP MR follows the mapping by itself";
 	if (!odp && (in->host & NIC_PAGE_MASK) != (in->va & NIC_PAGE_MASK))
 		return "a pinned MR's host address must share the page offset of its va";
 	return NULL;
@@ -60,8 +62,9 @@ static int alloc_slot(struct nic *nic, struct nic_mr *mr)
 	return -ENOMEM;
 }
 
-/* A pinned MR: install [va, va+len) -> host once (the owner pinned it). */
-static int pin(struct nic_mr *mr, uint64_t host)
+/* A pinned MR: install [va, va+len) -> host (the owner pinned it): once, or again at a
+ * lease's restore (lease.c). */
+int nic_mr_pin(struct nic_mr *mr, uint64_t host)
 {
 	uint64_t start = mr->va & ~NIC_PAGE_MASK;
 	uint64_t end = (mr->va + mr->len + NIC_PAGE_MASK) & ~NIC_PAGE_MASK;
@@ -107,11 +110,12 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	mr->access = in->access;
 	mr->odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
 	mr->implicit = implicit;
+	mr->lease = (in->access & ODPEMU_ACCESS_LEASE) ? NIC_LEASE_COHERENT : NIC_LEASE_NONE;
 	mr->va = implicit ? 0 : in->va;
 	mr->len = implicit ? IOPT_VA_END : in->len;
 	rc = make_table(nic, mr);
 	if (!rc && !mr->odp)
-		rc = pin(mr, in->host);
+		rc = nic_mr_pin(mr, in->host);
 	if (!rc)
 		rc = alloc_slot(nic, mr);
 	if (rc) {
@@ -163,6 +167,7 @@ int nic_mr_dereg(struct nic_mr *mr)
 	nic = mr->pd->nic;
 	mr->dead = true;
 	nic->mr_slot[mr->key >> 8] = NULL;
+	nic_lease_wake(mr);	/* what waits on a broken lease now finds the key gone */
 	/* The fence: returns once no DMA uses a translation of this MR. */
 	(void)iopt_invalidate(mr->iopt, mr->implicit ? 0 : mr->va & ~NIC_PAGE_MASK,
 			      mr->implicit ? IOPT_VA_END : mr->len + (mr->va & NIC_PAGE_MASK));
@@ -212,8 +217,8 @@ void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t
 		uint64_t s = va > mr->va ? va : mr->va;
 		uint64_t e = va + len < mr->va + mr->len ? va + len : mr->va + mr->len;
 
-		if (mr->pd->client != client || s >= e)
-			continue;
+		if (mr->pd->client != client || s >= e || mr->lease != NIC_LEASE_NONE)
+			continue;	/* a lease's decoherence is reported by its break */
 		if (mr->odp)
 			(void)iopt_invalidate(mr->iopt, s, e - s);
 		else

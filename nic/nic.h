@@ -193,6 +193,23 @@ int nic_mr_advise(struct nic_mr *mr, unsigned advice, uint64_t va, uint64_t len,
 /* The MMU notifier: the host unmapped or changed [va, va+len) of the client. ODP MRs drop
  * their translations (fence included); pinned MRs keep theirs and raise MR_DECOHERENCE. */
 void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t len);
+/* MR leases (docs/regcache.md): a pinned MR registered with ODPEMU_ACCESS_LEASE starts
+ * COHERENT. The host breaks it when the mapping under it changes (the daemon holds the
+ * change meanwhile); while BROKEN, DMA through it reaches no page: it waits as on an ODP
+ * page fault (the responder answers RNR NAK or holds, a local SGE holds its queue) until
+ * a restore points it at the new pages (same keys) or a revocation ends it for good
+ * (remote access NAKed with a remote access error, local use LOC_PROT_ERR). A leased MR's
+ * decoherence is the lease's business: nic_host_invalidate leaves it alone. */
+enum nic_lease { NIC_LEASE_NONE, NIC_LEASE_COHERENT, NIC_LEASE_BROKEN, NIC_LEASE_REVOKED };
+/* COHERENT -> BROKEN, behind the fence (no DMA still uses the old pages when it returns):
+ * 0, or -EALREADY if it was not COHERENT (nothing changes). */
+int nic_mr_lease_break(struct nic_mr *mr);
+/* BROKEN -> COHERENT at host (page-aligned like va, as nic_mr_init.host), waking what
+ * waits: 0, -EINVAL (no lease, or not broken), -EACCES (revoked), -ENOMEM. */
+int nic_mr_lease_restore(struct nic_mr *mr, uint64_t host);
+/* BROKEN -> REVOKED, waking what waits (it then fails): 0, -EINVAL if not BROKEN. */
+int nic_mr_lease_revoke(struct nic_mr *mr);
+enum nic_lease nic_mr_lease(const struct nic_mr *mr);
 /* The MR's page table (counters, snapshot) for tests and the daemon. */
 struct iopt *nic_mr_iopt(const struct nic_mr *mr);
 

@@ -56,6 +56,7 @@ struct nic_mr {
 	unsigned access;
 	bool odp, implicit, dead;
 	bool remote_invalid;	/* SEND_WITH_INVALIDATE named it: no more remote access */
+	enum nic_lease lease;	/* ODPEMU_ACCESS_LEASE: lease.c */
 	struct iopt *iopt;
 	struct nic_list link;	/* nic->mrs or nic->zombies */
 };
@@ -165,7 +166,8 @@ enum nic_fault_state {
 struct nic_fault {
 	enum nic_fault_state state;
 	struct iopt_waiter waiter;
-	struct iopt *dom;	/* where waiter is registered (WAITING) */
+	struct iopt *dom;	/* where waiter is registered (WAITING), or NULL: */
+	struct nic_mr *lease_mr;	/* WAITING on this MR's broken lease (lease.c) */
 };
 
 /* The responder's message in progress (IBA 9.8.3.2: MIDDLE and LAST continue it; FIRST,
@@ -343,6 +345,13 @@ enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint
 				  uint32_t len, unsigned access);
 enum nic_vendor_err nic_dma_verr(enum nic_dma_result res);
 uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge);
+
+/* mr.c */
+int nic_mr_pin(struct nic_mr *mr, uint64_t host);
+/* lease.c: a DMA through mr found its lease broken (NIC_DMA_FAULT: the slot waits for the
+ * restore) or revoked (NIC_DMA_ACCESS); wake every slot waiting on mr's lease. */
+enum nic_dma_result nic_lease_blocked(struct nic_dma_ctx *c, struct nic_mr *mr);
+void nic_lease_wake(struct nic_mr *mr);
 
 /* fault.c */
 enum nic_fault_state nic_fault_poll(struct nic_fault *f);

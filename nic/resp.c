@@ -97,7 +97,8 @@ static struct nic_mr *rkey_target(struct nic_qp *qp, uint32_t rkey, uint64_t va,
 {
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, rkey);
 
-	if (!mr || mr->pd != qp->pd || mr->remote_invalid || !(mr->access & need))
+	if (!mr || mr->pd != qp->pd || mr->remote_invalid || !(mr->access & need) ||
+	    mr->lease == NIC_LEASE_REVOKED)
 		return NULL;
 	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
 		return NULL;

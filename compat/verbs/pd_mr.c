@@ -11,7 +11,7 @@
 #define CV_ACCESS_KEPT	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 			 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_FLUSH_GLOBAL | \
-			 IBV_ACCESS_FLUSH_PERSISTENT)
+			 IBV_ACCESS_FLUSH_PERSISTENT | ODPEMU_IBV_ACCESS_LEASE)
 /* Accepted and meaningless here: no memory windows exist to bind, hugepages need no
  * hint, and the optional range (bits 20-29, e.g. Relaxed Ordering) may be ignored by
  * definition (verbs.h: IBV_ACCESS_OPTIONAL_RANGE). */

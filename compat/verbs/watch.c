@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* watch — the mapping-change notifier through the drop-in (odpemu/verbs_ext.h): the same
- * calls as libodpemu's odpemu_watch_create/destroy (docs/regcache.md), for programs that
- * hold an ibv_context. Exported at odpemu's own version node ODPEMU_VERBS_EXT_1: a program
- * that uses them needs odpemu's libibverbs.so.1. */
+/* watch — the mapping-change notifier and MR leases through the drop-in
+ * (odpemu/verbs_ext.h): the same calls as libodpemu's odpemu_watch_create/destroy and
+ * odpemu_restore_mr (docs/regcache.md), for programs that hold an ibv_context or ibv_mr.
+ * Exported at odpemu's own version node ODPEMU_VERBS_EXT_1: a program that uses them
+ * needs odpemu's libibverbs.so.1. */
 #include <errno.h>
 
 #include "compat.h"
@@ -21,4 +22,12 @@ CV_EXPORT int odpemu_ibv_watch_create(struct ibv_context *context, const void *a
 CV_EXPORT int odpemu_ibv_watch_destroy(struct odpemu_watch *watch)
 {
 	return odpemu_watch_destroy(watch);
+}
+
+CV_EXPORT int odpemu_ibv_restore_mr(struct ibv_mr *mr)
+{
+	/* every ibv_mr of this library is a cv_mr */
+	if (!mr)
+		return errno = EINVAL;
+	return odpemu_restore_mr(((struct cv_mr *)mr)->odp);
 }

@@ -174,11 +174,39 @@ struct odpemu_mr {
 /* ibv_reg_mr. access: enum odpemu_access_flags. Implicit ODP: addr NULL, length SIZE_MAX,
  * ODPEMU_ACCESS_ON_DEMAND. NULL with errno: EINVAL (flags, REMOTE_WRITE/ATOMIC without
  * LOCAL_WRITE, zero length), EFAULT (pinned: the range is not fully mapped or readable, or
- * not writable while access has LOCAL_WRITE), ENOMEM. */
+ * not writable while access has LOCAL_WRITE), ENOMEM. ODPEMU_ACCESS_LEASE: see MR leases
+ * below (EXDEV, ENODEV as the notifier's). */
 struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length, int access);
 /* Safe while traffic is in flight (its keys stop matching at once). Pinned MRs leave the
  * process's pages as they are (shared with nobody once the daemon lets go). */
 int odpemu_dereg_mr(struct odpemu_mr *mr);
+
+/* ---- MR leases (docs/regcache.md) ----
+ * ODPEMU_ACCESS_LEASE on a pinned registration (not with ON_DEMAND: EINVAL) adds a lease
+ * over the MR's pages. The first lease of a process installs the seccomp filter of the
+ * notifier below (same rules: one daemon per process, EXDEV otherwise). A change of the
+ * mapping under a coherent lease (the calls the notifier sees) *breaks* it: the daemon
+ * raises ODPEMU_EVENT_MR_DECOHERENCE for the MR and the changing call waits until the event
+ * is acknowledged (odpemu_ack_async_event, from another thread: the one that made the
+ * change is inside it) or the daemon's lease timeout passes (`--lease-timeout-ms`, default
+ * 1000). A second change while the lease is broken does not wait (no new event).
+ *  - acknowledged: the call runs; the MR stays broken until odpemu_restore_mr.
+ *  - timed out: the call runs and the MR is *revoked* for good: remote access through its
+ *    rkey gets REM_ACCESS_ERR, local use LOC_PROT_ERR (counter lease_revocations). Only
+ *    odpemu_dereg_mr is left to do.
+ * While broken (before restore or revocation), DMA through the MR reaches neither the old
+ * pages nor the new: a responder answers RNR NAK under the rnr fault policy or holds the
+ * packet under stall, a local SGE holds its send queue, exactly as an ODP page fault does;
+ * all of it resumes after the restore, nothing lost or repeated (the requester's RNR retry
+ * limit still applies: rnr_retry 7 waits for ever). */
+/* Re-point a broken lease at the pages now mapped at [addr, addr+length), with the same
+ * lkey and rkey, behind the invalidation fence (no DMA sees a mix of old and new pages),
+ * and make it coherent again. Call it once the change that broke the lease has returned.
+ * 0 or errno: EINVAL (not a leased MR, or its lease is coherent), EACCES (revoked),
+ * EBUSY (the change that broke it still waits for the acknowledgement),
+ * EFAULT (the range is not fully mapped, or not writable while the MR has LOCAL_WRITE:
+ * still broken, try again once it is), ENOMEM. */
+int odpemu_restore_mr(struct odpemu_mr *mr);
 
 struct odpemu_sge {
 	uint64_t addr;
@@ -448,9 +476,14 @@ int odpemu_get_inject(struct odpemu_context *context, const char *key, char *val
 /* ---- the mapping-change notifier (docs/regcache.md) ----
  * "If any mapping in [addr, addr+len) changes, write a non-zero word to *z": munmap,
  * mremap (the old range, and the new one with MREMAP_FIXED), madvise with MADV_DONTNEED,
- * MADV_FREE or MADV_REMOVE, and mmap with MAP_FIXED over the range set *z before the
- * changing call returns, whichever thread makes it, with or without an MR there. Not
- * seen: mprotect, fork, brk, shmdt, changes by other processes. The first watch of a
+ * MADV_DONTNEED_LOCKED, MADV_FREE or MADV_REMOVE, mmap with MAP_FIXED, brk shrinking the
+ * heap (so malloc's trim), shmdt (every piece of the segment attached there) and shmat
+ * with SHM_REMAP over the range set *z before the changing call returns, whichever
+ * thread makes it, with or without an MR there. Not a change: mprotect, fork, brk growth
+ * and brk(0). Not seen: other madvise advices (MADV_GUARD_INSTALL too), process_madvise
+ * and madvise through io_uring, the i386 and x32 system call ABIs, changes by other
+ * processes. Every brk but brk(0) is held, growth too: malloc growing its heap pays the
+ * round trip (and the daemon's read of the heap's end). The first watch of a
  * process installs a seccomp filter on all its threads (it sets no_new_privs) and hands
  * its listener to this context's daemon; from then on every such call of the process,
  * watched or not, waits for that daemon's answer (tens of µs); if the daemon dies, a

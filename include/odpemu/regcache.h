@@ -26,11 +26,24 @@
  *          registration of private memory moves its pages into shared memory) sets its
  *          own word, so that entry serves the get that made it and is replaced at the next
  *          lookup — one extra registration per new buffer, none after.
- *  LEASE   MR leases: ops.reg registers with a lease. When a change breaks one, the
- *          owner's MR_DECOHERENCE handler calls odpemu_regcache_decoherent(cache, handle),
- *          which re-points the registration at the new pages in place (ops.restore): same
- *          handle, same keys, and the entry stays cached. A failed restore (nothing mapped
- *          there any more) drops the entry.
+ *  LEASE   MR leases: ops.reg registers with a lease. A change under a lease breaks it;
+ *          the daemon raises MR_DECOHERENCE and holds the change until the event is
+ *          acknowledged. The owner's event thread calls odpemu_regcache_decoherent, which
+ *          only marks the entry broken, then acknowledges: every get made after the change
+ *          sees the mark. No restore there: the change has not run (a restore would pin
+ *          the old pages, then the change would go unseen), and the new pages exist only
+ *          once the application has mapped its buffer again. The next get that finds a
+ *          broken entry restores it (ops.restore: same handle, same keys, still cached)
+ *          and returns it; if the restore fails (nothing mapped there now) the entry is
+ *          dropped as a NOTIFY one with its Z word set, and the search goes on. Only a get
+ *          restores: not put, and a broken entry evicted or invalidated is just
+ *          deregistered. DMA through a broken lease stalls until the restore (odpemu: the
+ *          responder answers RNR NAK, a local SGE holds its send queue), so a holder must
+ *          not wait for work posted through an entry before its next get on that range:
+ *          that get is what resumes it (a stale entry is never restored; its work ends
+ *          with its deregistration). Limit: a get racing the change itself (another
+ *          thread, through an entry that also covers the changing pages) may restore onto
+ *          the old pages before the change runs; the cache cannot see when it has run.
  *
  * ODP MRs need no cache invalidation at all (the NIC follows the page table); a cache
  * over them can use NONE safely.
@@ -47,8 +60,8 @@
  * REFERENCES. odpemu_regcache_get takes a reference on the entry it returns; the caller
  * holds it while the NIC may use the registration (until the completion) and gives it back
  * with odpemu_regcache_put. A referenced entry is never evicted and never deregistered
- * under its holder: when it must go (a lookup sees its Z word set, it is invalidated, its
- * restore failed) it is marked stale — taken out of lookups at once, so no new user gets
+ * under its holder: when it must go (a lookup sees its Z word set or fails to restore it,
+ * it is invalidated) it is marked stale — taken out of lookups at once, so no new user gets
  * it — and deregistered at its last put. Its handle stays valid until then.
  *
  * LIMITS. max_entries and max_bytes (0: no limit) bound what the cache keeps registered
@@ -61,16 +74,19 @@
  * never fails because of a limit (the registration is needed now). An entry larger than
  * max_bytes is registered, handed out, and evicted at its last put.
  *
- * A stale entry that nobody looks up (NOTIFY: its Z word set, never asked for again) stays
- * registered, holding the old pages, until it is evicted, invalidated or the cache is
- * destroyed; it is never handed out.
+ * An entry whose memory changed and that nobody looks up again (NOTIFY: its Z word set;
+ * LEASE: broken) stays registered, on the old pages or none, until it is evicted,
+ * invalidated or the cache is destroyed; it is never handed out as it is.
  *
  * THREADS. Every call is thread-safe: one mutex per cache, held for the whole call,
  * including the callbacks. Registrations are therefore serialised per cache (a slow
  * registration delays other threads' lookups), as in MPI libraries' caches; the callbacks
- * must not call back into the same cache. The Z words are written by another agent (the
- * notifier, the daemon) at any time, without the mutex: the cache reads them with acquire
- * loads and never writes them after the watch is created.
+ * must not call back into the same cache, nor change a mapping under a coherent lease
+ * (decoherent would wait for the mutex, the change for decoherent: until the lease
+ * timeout; odpemu's pin moves only private pages, and a coherent lease's are shared). The
+ * Z words are written by another agent (the notifier, the daemon) at any time, without
+ * the mutex: the cache reads them with acquire loads and never writes them after the
+ * watch is created.
  *
  * RETURNS as odpemu.h: odpemu_regcache_create returns the cache or NULL with errno; the
  * others return 0 or an errno value (positive) and set errno. Bad input (NULL pointers,
@@ -111,8 +127,9 @@ enum odpemu_regcache_backend { ODPEMU_REGCACHE_BACKENDS(ODPEMU_ENUM_VALUE_) };
  *  unwatch  NOTIFY only: undo watch. When it returns, nothing writes *z any more (the
  *           word is freed with the entry).
  *  restore  LEASE only: re-point the registration at the pages now mapped at its range,
- *           keeping the handle (restore_mr of docs/regcache.md). A failure drops the
- *           entry.
+ *           keeping the handle (odpemu_restore_mr). Called by the get that finds the entry
+ *           broken, after the change (see LEASE). A failure (odpemu: EFAULT nothing mapped,
+ *           EACCES revoked) drops the entry.
  */
 struct odpemu_regcache_ops {
 	int (*reg)(void *ctx, void *addr, size_t len, void **handle);
@@ -138,8 +155,8 @@ struct odpemu_regcache_stats {
 	uint64_t deregistrations;	/* ops.dereg calls */
 	uint64_t evictions;		/* entries evicted for the limits */
 	uint64_t stale_drops;		/* entries dropped because their memory changed: Z word
-					 * seen set (NOTIFY), or restore failed (LEASE) */
-	uint64_t restores;		/* successful ops.restore calls (LEASE) */
+					 * seen set (NOTIFY), or restore at a get failed (LEASE) */
+	uint64_t restores;		/* successful ops.restore calls (LEASE, at gets) */
 	uint64_t invalidations;		/* entries dropped by odpemu_regcache_invalidate */
 	uint64_t entries, bytes;	/* now: registered entries (stale ones included), bytes */
 	uint64_t in_use;		/* now: entries with at least one reference */
@@ -158,7 +175,8 @@ struct odpemu_regcache *odpemu_regcache_create(enum odpemu_regcache_backend back
  * cache NULL. */
 int odpemu_regcache_destroy(struct odpemu_regcache *cache);
 /* An entry covering [addr, addr+len), with a reference taken: a cached one (hit) or one
- * registered now (miss). *entry is set only on success. Errors: EINVAL (cache, addr or
+ * registered now (miss). LEASE: a broken entry found is restored first (a hit), or
+ * dropped if that fails. *entry is set only on success. Errors: EINVAL (cache, addr or
  * entry NULL, len 0, the page-rounded range past the end of the address space), ENOMEM,
  * or what ops.watch / ops.reg returned (nothing is cached then). */
 int odpemu_regcache_get(struct odpemu_regcache *cache, const void *addr, size_t len,
@@ -172,14 +190,14 @@ int odpemu_regcache_put(struct odpemu_regcache *cache, struct odpemu_regcache_en
  * deregistered now, referenced ones marked stale. For callers that learn of changes
  * themselves (free hooks, a munmap wrapper). EINVAL: cache NULL, len 0, overflow. */
 int odpemu_regcache_invalidate(struct odpemu_regcache *cache, const void *addr, size_t len);
-/* LEASE: handle's lease was broken (an MR_DECOHERENCE event named it): restore every
- * entry registered with it in place (ops.restore), referenced or not. A failed restore
- * drops the entry (stale: deregistered now or at its last put) and is returned. With
- * odpemu's leases, acknowledge the event before calling this: the change that broke the
- * lease waits for the acknowledgement, and it may come from a thread inside this cache's
- * mutex (a registration moving pages), which would otherwise wait for the lease timeout.
- * ENOENT: no entry has this handle (not this cache's, or already deregistered); EINVAL:
- * cache NULL or not LEASE. */
+/* LEASE: handle's lease was broken (an MR_DECOHERENCE event named it): mark every entry
+ * registered with it broken, referenced or not; the next get finding one restores it
+ * (see LEASE above). Calls no callback and waits only for the cache's mutex. Order: call
+ * this, then acknowledge the event — the change runs after the acknowledgement, so any
+ * get made after it sees the mark. From a thread other than the one making the change
+ * (that one is held inside it). Marking twice is one mark: one restore. ENOENT: no entry
+ * has this handle (not this cache's, or already deregistered); EINVAL: cache NULL or not
+ * LEASE. */
 int odpemu_regcache_decoherent(struct odpemu_regcache *cache, void *handle);
 /* A consistent snapshot of the counters. EINVAL: NULL. */
 int odpemu_regcache_stats(struct odpemu_regcache *cache, struct odpemu_regcache_stats *stats);

@@ -22,6 +22,12 @@
  *    odpemu_watch_create/destroy (include/odpemu/odpemu.h, which says what is seen and
  *    what it costs) on the context behind an ibv_context. Exported at version node
  *    ODPEMU_VERBS_EXT_1: a program that calls them runs on odpemu's libibverbs only.
+ * 4. MR leases (docs/regcache.md): ibv_reg_mr with ODPEMU_IBV_ACCESS_LEASE; a mapping
+ *    change under the MR raises ODPEMU_IBV_EVENT_MR_DECOHERENCE and waits for its
+ *    ibv_ack_async_event (or the daemon's lease timeout, which revokes the MR); then
+ *    odpemu_ibv_restore_mr re-points the MR at the new pages, same lkey and rkey.
+ *    libodpemu's odpemu_restore_mr (include/odpemu/odpemu.h) says the rules. Also at
+ *    ODPEMU_VERBS_EXT_1.
  *
  * Include after <infiniband/verbs.h>. Do not include with rdma-core >= 45 headers, which
  * define the FLUSH names themselves.
@@ -89,5 +95,11 @@ struct odpemu_watch;
 int odpemu_ibv_watch_create(struct ibv_context *context, const void *addr, size_t len,
 			    uint64_t *z, struct odpemu_watch **watch);
 int odpemu_ibv_watch_destroy(struct odpemu_watch *watch);
+
+/* ---- MR leases (4. above) ---- */
+#define ODPEMU_IBV_ACCESS_LEASE ((enum ibv_access_flags)(1 << 15))
+/* 0 or an errno value (also in errno): EINVAL (not odpemu's MR, not leased, or coherent),
+ * EACCES (revoked), EFAULT, ENOMEM; see odpemu_restore_mr. */
+int odpemu_ibv_restore_mr(struct ibv_mr *mr);
 
 #endif

@@ -13,11 +13,13 @@
  *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
  *  - event fds: EAGAIN when non-blocking and empty, EINTR when a signal interrupts;
  *  - MR decoherence as an async event; the mapping-change notifier through
- *    odpemu_ibv_watch_create; DEVICE_FATAL when the daemon is killed.
+ *    odpemu_ibv_watch_create; a leased MR broken, acknowledged and restored
+ *    (odpemu_ibv_restore_mr); DEVICE_FATAL when the daemon is killed.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ struct side {
 };
 
 static struct h_env env;
+static struct ibv_mr *lease_event_mr;	/* lease_through_verbs' event thread saw it */
 static struct side s[2];
 
 static struct ibv_context *open_dev(const char *name)
@@ -386,6 +389,59 @@ static void watch_through_verbs(void)
 		"(child status %#x)", status);
 }
 
+/* The lease holder of lease_through_verbs: acknowledges the first decoherence event. */
+static void *ack_one(void *arg)
+{
+	struct ibv_context *c = arg;
+	struct ibv_async_event ev;
+
+	if (ibv_get_async_event(c, &ev) == 0) {
+		if (ev.event_type == ODPEMU_IBV_EVENT_MR_DECOHERENCE)
+			__atomic_store_n(&lease_event_mr, odpemu_ibv_event_mr(&ev), __ATOMIC_RELEASE);
+		ibv_ack_async_event(&ev);
+	}
+	return NULL;
+}
+
+/* MR leases through the drop-in, in a child (the filter stays on its process): a leased
+ * MR's page unmapped while a thread acknowledges the event; mapped again and restored,
+ * keys unchanged; a restore of a coherent lease is EINVAL. */
+static bool lease_child(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *c = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
+	uint8_t *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = pd && p != MAP_FAILED ?
+		ibv_reg_mr(pd, p, 4096, IBV_ACCESS_LOCAL_WRITE | ODPEMU_IBV_ACCESS_LEASE) : NULL;
+	uint32_t lkey = mr ? mr->lkey : 0;
+	pthread_t t;
+
+	if (!mr || pthread_create(&t, NULL, ack_one, c))
+		return false;
+	if (munmap(p, 4096) || pthread_join(t, NULL) ||
+	    __atomic_load_n(&lease_event_mr, __ATOMIC_ACQUIRE) != mr)
+		return false;
+	if (mmap(p, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+		 0) != p)
+		return false;
+	return odpemu_ibv_restore_mr(mr) == 0 && mr->lkey == lkey &&
+	       odpemu_ibv_restore_mr(mr) == EINVAL && odpemu_ibv_restore_mr(NULL) == EINVAL &&
+	       ibv_dereg_mr(mr) == 0;
+}
+
+static void lease_through_verbs(void)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(lease_child() ? 0 : 1);
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0, "a leased MR through the drop-in: broken, acknowledged, "
+		"restored with the same keys (child status %#x)", status);
+}
+
 /* UD both ways: the reply's AH comes from the request's completion and GRH. */
 static struct ibv_qp *ud_qp(struct side *x)
 {
@@ -537,6 +593,7 @@ int main(void)
 	event_fds();
 	decoherence();
 	watch_through_verbs();
+	lease_through_verbs();
 	bad_arguments(lmr, lbuf);
 	ibv_dereg_mr(lmr);
 	ibv_dereg_mr(rmr);

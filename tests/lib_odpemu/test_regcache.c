@@ -3,7 +3,7 @@
  * (ipc/interval.c), over fake registrations: hits and misses, which entry covers a
  * request, LRU eviction by entries and bytes, references, the three back-ends (NONE
  * reproduces the classic stale-registration bug, NOTIFY drops on a set Z word, LEASE
- * restores in place), invalidate, destroy, bad input; a randomized run against a naive
+ * marks at decoherence and restores at the next get), invalidate, destroy, bad input; a randomized run against a naive
  * model checking every lookup; 100,000 entries; threads. */
 #include <errno.h>
 #include <inttypes.h>
@@ -572,62 +572,127 @@ static void test_notify(void)
 	fake_fini(&f);
 }
 
+/* Whether data sent through the registration `handle` is fresh, without an entry: for
+ * an entry that is cached but not held. */
+static bool handle_fresh(struct fake *f, void *handle, const void *addr, size_t len)
+{
+	struct odpemu_regcache_entry view = { .handle = handle };
+
+	return fresh(f, &view, addr, len);
+}
+
+/* LEASE: decoherent only marks; the next get restores (or drops on failure). */
 static void test_lease(void)
 {
 	struct fake f;
 	struct odpemu_regcache *c, *other;
-	struct odpemu_regcache_entry *e, *held;
+	struct odpemu_regcache_entry *e, *e2, *held;
 	struct odpemu_regcache_stats s;
 	void *handle;
 
 	fake_init(&f, 16, 64);
 	c = cache_new(ODPEMU_REGCACHE_LEASE, &f, 0, 0);
-	/* held: the change breaks the lease, the handler restores under the holder */
+	/* held: decoherent marks it; the get of another user restores it under the holder */
+	held = get(c, PG(1), 100);
+	fake_remap(&f, PG(1), pgsz);
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "MR_DECOHERENCE -> decoherent");
+	T_EQ(stats(c).restores, 0, "decoherent restores nothing");
+	T_CHECK(held && !fresh(&f, held, PG(1), 100), "still on the old pages until a get");
 	e = get(c, PG(1), 100);
-	fake_remap(&f, PG(1), pgsz);
-	T_CHECK(e && !fresh(&f, e, PG(1), 100), "the lease is broken: old pages");
-	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "MR_DECOHERENCE -> decoherent: restored");
-	T_CHECK(e && fresh(&f, e, PG(1), 100), "restored in place, under the holder");
+	T_CHECK(e && e == held && id_of(e) == 1, "the next get: the same entry and handle");
+	T_CHECK(held && fresh(&f, held, PG(1), 100), "restored under the holder");
+	s = stats(c);
+	T_EQ(s.restores, 1, "one restore");
+	T_EQ(s.hits, 1, "a hit");
 	put(c, e);
+	put(c, held);
 
-	/* cached: a later get finds the same registration, restored */
+	/* cached: decoherent twice, then one get restores once */
+	handle = held ? held->handle : NULL;
 	fake_remap(&f, PG(1), pgsz);
-	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "restored while cached");
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "decoherent");
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "decoherent again: the same mark");
+	T_CHECK(!handle_fresh(&f, handle, PG(1), 100), "not restored while cached");
 	e = get(c, PG(1), 100);
 	T_EQ(id_of(e), 1, "the same handle, a hit");
 	T_CHECK(e && fresh(&f, e, PG(1), 100), "fresh data");
-	handle = e ? e->handle : NULL;
 	put(c, e);
+	T_EQ(touch(c, PG(1), 100), 1, "then a plain hit");
 	s = stats(c);
-	T_EQ(s.restores, 2, "two restores");
+	T_EQ(s.restores, 2, "one restore for two marks");
 	T_EQ(s.registrations, 1, "no new registration");
-	T_EQ(s.hits, 1, "a hit");
+	T_EQ(s.hits, 3, "hits");
+	T_EQ(s.misses, 1, "one miss");
 
-	/* a failed restore (nothing mapped there now) drops the entry */
-	fake_remap(&f, PG(1), pgsz);
-	f.fail_restore = EFAULT;
-	T_EQ(odpemu_regcache_decoherent(c, handle), EFAULT, "restore's error");
-	T_EQ(errno, EFAULT, "errno");
-	T_CHECK(!f.live[1], "unreferenced: deregistered now");
-	T_EQ(touch(c, PG(1), 100), 2, "registered anew");
-
+	/* put does not restore; a broken entry invalidated is deregistered, not restored */
 	held = get(c, PG(1), 100);
 	fake_remap(&f, PG(1), pgsz);
-	f.fail_restore = EFAULT;
-	T_EQ(lease_break(&f, c, PG(1), pgsz), 1, "restore fails while referenced");
-	T_CHECK(f.live[2], "stays registered under its holder");
-	T_EQ(touch(c, PG(1), 100), 3, "out of lookups");
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "decoherent");
 	put(c, held);
-	T_CHECK(!f.live[2], "deregistered at its last put");
+	T_EQ(stats(c).restores, 2, "put does not restore");
+	T_EQ(odpemu_regcache_invalidate(c, PG(1), 1), 0, "invalidate");
+	T_CHECK(!f.live[1], "invalidated: deregistered");
+	T_EQ(stats(c).restores, 2, "without a restore");
+
+	/* a failed restore at the get (nothing mapped there now) drops the entry and the get
+	 * registers anew */
+	T_EQ(touch(c, PG(1), 100), 2, "B");
+	fake_remap(&f, PG(1), pgsz);
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "decoherent");
+	f.fail_restore = EFAULT;
+	e = get(c, PG(1), 100);
+	T_EQ(id_of(e), 3, "registered anew");
+	T_CHECK(e && fresh(&f, e, PG(1), 100), "fresh data");
+	T_CHECK(!f.live[2], "unreferenced: deregistered now");
 	s = stats(c);
-	T_EQ(s.restores, 2, "no more restores");
+	T_EQ(s.stale_drops, 1, "a stale drop");
+	T_EQ(s.misses, 3, "the get counts as a miss");
+	T_EQ(s.registrations, 3, "registrations");
+	T_EQ(s.restores, 2, "no restore");
+	put(c, e);
+
+	/* referenced and its restore fails: stale, stays broken, deregistered at its put */
+	held = get(c, PG(1), 100);
+	fake_remap(&f, PG(1), pgsz);
+	T_EQ(lease_break(&f, c, PG(1), pgsz), 0, "decoherent");
+	f.fail_restore = EFAULT;
+	e = get(c, PG(1), 100);
+	T_EQ(id_of(e), 4, "a new entry for new lookups");
+	T_CHECK(f.live[3], "the held one stays registered under its holder");
+	T_CHECK(held && !fresh(&f, held, PG(1), 100), "and is never restored");
+	T_EQ(odpemu_regcache_decoherent(c, held ? held->handle : NULL), 0,
+	     "a stale entry is still registered: marked, not restored");
+	T_EQ(stats(c).restores, 2, "no restore");
+	put(c, held);
+	T_CHECK(!f.live[3] && f.live[4], "deregistered at its last put");
+	put(c, e);
+	s = stats(c);
 	T_EQ(s.stale_drops, 2, "two failed restores dropped");
+	T_EQ(s.entries, 1, "one entry left");
 
 	T_EQ(odpemu_regcache_decoherent(c, &f), ENOENT, "a handle that is not the cache's");
+	T_EQ(errno, ENOENT, "errno");
 	T_EQ(odpemu_regcache_decoherent(NULL, &f), EINVAL, "NULL cache");
 	other = cache_new(ODPEMU_REGCACHE_NOTIFY, &f, 0, 0);
 	T_EQ(odpemu_regcache_decoherent(other, &f), EINVAL, "not a LEASE cache");
 	destroy(other);
+	destroy(c);
+
+	/* a broken entry evicted is deregistered, not restored */
+	c = cache_new(ODPEMU_REGCACHE_LEASE, &f, 1, 0);
+	T_EQ(touch(c, PG(3), 1), 5, "E");
+	fake_remap(&f, PG(3), pgsz);
+	T_EQ(lease_break(&f, c, PG(3), pgsz), 0, "decoherent");
+	T_EQ(touch(c, PG(5), 1), 6, "F evicts E");
+	T_CHECK(!f.live[5], "E deregistered");
+	s = stats(c);
+	T_EQ(s.evictions, 1, "an eviction");
+	T_EQ(s.restores, 0, "no restore");
+	T_EQ(s.stale_drops, 0, "not a stale drop");
+	e2 = get(c, PG(5), 1);
+	T_CHECK(e2 && odpemu_regcache_decoherent(c, e2->handle) == 0, "F marked");
+	put(c, e2);
+	T_EQ(stats(c).restores, 0, "destroyed broken, without a restore");
 	destroy(c);
 	fake_fini(&f);
 }
@@ -932,7 +997,8 @@ static void test_interval_million(struct t_rng *r)
 /* ---- the randomized run against a naive model ----
  * The model keeps the registered entries in an array and decides everything by linear
  * search, following regcache.h's rules literally: the covering entry with the lowest
- * (start, end); NOTIFY drops one whose Z was set; LRU by the time of the last put; limits
+ * (start, end); NOTIFY drops one whose Z was set; LEASE restores a broken one (marked by
+ * decoherent) at the get that finds it, or drops it if the restore fails; LRU by the time of the last put; limits
  * checked before a miss registers and after a put. Every lookup's answer (which
  * registration, which range) and every counter is compared after every operation. */
 #define R_ARENA 32			/* pages */
@@ -944,6 +1010,7 @@ struct m_entry {
 	unsigned id;
 	size_t refs;
 	bool indexed, fired;
+	bool broken;			/* LEASE: decoherent since its last restore */
 	uint64_t stamp;			/* the time of its last put (LRU) */
 };
 
@@ -1000,9 +1067,26 @@ static void m_evict(struct model *m, size_t ne, size_t nb)
 	}
 }
 
+/* Whether a found entry may be handed out (regcache.h); a LEASE restore consumes
+ * *fail_restore, as the fake's one-shot failure. */
+static bool m_usable(struct model *m, struct m_entry *x, int *fail_restore)
+{
+	if (m->b == ODPEMU_REGCACHE_NOTIFY)
+		return !x->fired;
+	if (m->b != ODPEMU_REGCACHE_LEASE || !x->broken)
+		return true;
+	if (*fail_restore) {
+		*fail_restore = 0;
+		return false;
+	}
+	x->broken = false;
+	m->st.restores++;
+	return true;
+}
+
 /* A get; *rc the error expected from the injected failures. */
 static struct m_entry *m_get(struct model *m, uintptr_t addr, size_t len, int fail_watch,
-			     int fail_reg, int *rc)
+			     int fail_reg, int fail_restore, int *rc)
 {
 	uintptr_t s = addr & ~(pgsz - 1), e = (addr + len + pgsz - 1) & ~(pgsz - 1);
 	struct m_entry *best, *x;
@@ -1017,7 +1101,7 @@ static struct m_entry *m_get(struct model *m, uintptr_t addr, size_t len, int fa
 			     (x->start == best->start && x->end < best->end)))
 				best = x;
 		}
-		if (!best || m->b != ODPEMU_REGCACHE_NOTIFY || !best->fired)
+		if (!best || m_usable(m, best, &fail_restore))
 			break;
 		m->st.stale_drops++;
 		m_drop(m, best);
@@ -1113,7 +1197,8 @@ static void r_compare(struct odpemu_regcache *c, struct fake *f, const struct mo
 }
 
 /* One remap in the randomized run: the fake's pages and Z words, the model's fired
- * flags, and for LEASE the decoherence handler entry by entry (some restores failing). */
+ * flags, and for LEASE the decoherence handler entry by entry (sometimes twice): it only
+ * marks, so nothing but the marks may change (r_compare checks the counters). */
 static void r_remap(struct odpemu_regcache *c, struct fake *f, struct model *m,
 		    struct t_rng *r, uintptr_t a, size_t len)
 {
@@ -1131,18 +1216,13 @@ static void r_remap(struct odpemu_regcache *c, struct fake *f, struct model *m,
 		return;
 	for (size_t i = 0; i < n; i++) {
 		struct m_entry *x = hit[i];
-		int fail = t_below(r, 8) ? 0 : EFAULT, rc;
 
-		f->fail_restore = fail;
-		rc = odpemu_regcache_decoherent(c, x->mr);
-		f->fail_restore = 0;
-		T_EQ(rc, fail, "decoherent");
-		if (!fail) {
-			m->st.restores++;
-		} else if (x->indexed) {
-			m->st.stale_drops++;
-			m_drop(m, x);
-		}
+		T_EQ(odpemu_regcache_decoherent(c, x->mr), 0, "decoherent");
+		if (!t_below(r, 4))
+			T_EQ(odpemu_regcache_decoherent(c, x->mr), 0, "decoherent again");
+		x->broken = true;
+		T_CHECK(!handle_fresh(f, x->mr, (void *)x->start, x->end - x->start),
+			"a broken registration is not restored before the next get");
 	}
 }
 
@@ -1152,13 +1232,15 @@ static void r_get(struct r_run *run, uintptr_t a, size_t len, bool hold)
 	struct odpemu_regcache_entry *e = NULL;
 	struct m_entry *x;
 	int fw = t_below(&run->r, 33) ? 0 : ENOSYS, fr = t_below(&run->r, 33) ? 0 : EFAULT;
+	int fres = run->m.b == ODPEMU_REGCACHE_LEASE && !t_below(&run->r, 8) ? EFAULT : 0;
 	int want, rc;
 
 	run->f.fail_watch = fw;
 	run->f.fail_reg = fr;
+	run->f.fail_restore = fres;
 	rc = odpemu_regcache_get(run->c, (void *)a, len, &e);
-	run->f.fail_watch = run->f.fail_reg = 0;
-	x = m_get(&run->m, a, len, fw, fr, &want);
+	run->f.fail_watch = run->f.fail_reg = run->f.fail_restore = 0;
+	x = m_get(&run->m, a, len, fw, fr, fres, &want);
 	T_EQ(rc, want, "get's result");
 	if (rc || !x)
 		return;

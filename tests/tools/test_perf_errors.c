@@ -2,9 +2,9 @@
 /*
  * The mistakes a user can make with odpemu-perf, and the failures it must report: each
  * gives one line naming the fix and a non-zero exit, never a hang. No daemon, no such
- * device, no server (refused, no answer), sizes over the limits, bad flags, mismatched
- * tests, a server that dies mid-run, page faults that fail (injected), RNR retries
- * exhausted.
+ * device, no server (refused, no answer), sizes over the limits, bad flags (--regcache's
+ * too), mismatched tests, a server that dies mid-run, page faults that fail (injected),
+ * RNR retries exhausted.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -75,6 +75,17 @@ static void test_setup_errors(void)
 	expect(ARGS("write", "-n", "5", "-D", "1", b), NULL, 2, "give one of them", NULL);
 	expect(ARGS("frobnicate"), NULL, 2, "want write, read, send, atomic or flush", NULL);
 	expect(ARGS("write", "--histogram", "x.jpg"), NULL, 2, ".svg or .png", NULL);
+	expect(ARGS("write", "--regcache", "sometimes", b), NULL, 2,
+	       "--regcache 'sometimes': want none, notify, lease or odp", NULL);
+	expect(ARGS("atomic", "--regcache", "notify", b), NULL, 2, "--regcache notify: atomic",
+	       "run write, send or read");
+	expect(ARGS("flush", "--regcache", "odp", b), NULL, 2, "--regcache odp: flush", NULL);
+	expect(ARGS("write", "--regcache", "lease", "--lat", b), NULL, 2,
+	       "--regcache lease runs with --bw only", NULL);
+	expect(ARGS("send", "--regcache", "none", "--inline", "64", b), NULL, 2,
+	       "--regcache none and --inline", "drop --inline");
+	expect(ARGS("write", "--regcache", "odp", "--odp", "explicit", "--prefetch", b), NULL, 2,
+	       "--regcache odp and --prefetch", "drop --prefetch");
 }
 
 /* A pair that must fail: the client's exit code and output must say why. */

@@ -113,6 +113,48 @@ static void test_pattern(void)
 		pattern_marker(255) != 0, "markers are never 0 and change every iteration");
 }
 
+/* --regcache's stale messages: a buffer holding an earlier iteration's pattern is named
+ * (by its first word from 9 bytes on; by the marker and a bounded search below, where
+ * only some earlier iteration with the same bytes can be asked for); one holding this or
+ * a later iteration's, zeros, or a damaged pattern is not. */
+static void test_pattern_earlier(void)
+{
+	static uint8_t buf[9000];
+	static const uint64_t lens[] = { 1, 2, 7, 8, 9, 63, 64, 4096, 8999 };
+	static const uint64_t iters[] = { 0, 1, 254, 255, 256, 1000, 123456, 1ull << 40 };
+	uint64_t it;
+
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		for (size_t n = 0; n < sizeof(iters) / sizeof(iters[0]); n++) {
+			uint64_t len = lens[k], j = iters[n];
+			uint8_t got, want;
+
+			it = ~0ull;
+			pattern_fill(buf, len, j);
+			T_CHECK(pattern_earlier(buf, len, j + 1, &it) && it <= j &&
+				pattern_check(buf, len, it, &got, &want) < 0, "len %llu: iteration "
+				"%llu's data not seen as earlier than %llu (got %llu)",
+				(unsigned long long)len, (unsigned long long)j,
+				(unsigned long long)j + 1, (unsigned long long)it);
+			/* up to 8 bytes an earlier iteration may have the very same bytes */
+			if (len <= 8)
+				continue;
+			T_CHECK(pattern_earlier(buf, len, j + 5000, &it) && it == j,
+				"len %llu: iteration %llu named %llu", (unsigned long long)len,
+				(unsigned long long)j, (unsigned long long)it);
+			T_CHECK(!pattern_earlier(buf, len, j, &it), "len %llu: iteration %llu "
+				"counted as earlier than itself", (unsigned long long)len,
+				(unsigned long long)j);
+			buf[len / 2] ^= 0x10;
+			T_CHECK(!pattern_earlier(buf, len, j + 1, &it), "len %llu: a damaged "
+				"message is stale", (unsigned long long)len);
+		}
+		memset(buf, 0, lens[k]);
+		T_CHECK(!pattern_earlier(buf, lens[k], 1000000, &it), "len %llu: zeros are a "
+			"message", (unsigned long long)lens[k]);
+	}
+}
+
 /* The invariants of one layout: within the caps, slots wide enough, --cold receives
  * recyclable a quarter at a time, cold slots one fault-around window apart. */
 static void check_layout(const struct perf_cfg *c)
@@ -172,6 +214,7 @@ static void test_wire(void)
 	c.cold = c.verify = true;
 	c.policy = ODPEMU_FAULT_POLICY_RNR;
 	c.duration = 1.5;
+	c.regcache = PERF_RC_LEASE;
 	snprintf(c.evict_rate, sizeof(c.evict_rate), "1000");
 	cfg_format(&c, line, sizeof(line));
 	T_CHECK(cfg_parse(line, &back, msg, sizeof(msg)) == 0, "cfg round trip: %s", msg);
@@ -180,7 +223,7 @@ static void test_wire(void)
 		c.qps == back.qps && c.tx_depth == back.tx_depth && c.odp == back.odp &&
 		c.cold == back.cold && c.verify == back.verify && c.policy == back.policy &&
 		c.rnr_retry == back.rnr_retry && c.min_rnr_timer == back.min_rnr_timer &&
-		!strcmp(c.evict_rate, back.evict_rate), "cfg changed on the way");
+		c.regcache == back.regcache && !strcmp(c.evict_rate, back.evict_rate), "cfg changed on the way");
 	T_CHECK(cfg_parse("HELLO v=99", &back, msg, sizeof(msg)) == -1 &&
 		strstr(msg, "same odpemu-perf"), "another version is refused: %s", msg);
 	memset(e.gid.raw, 0xab, 16);
@@ -196,6 +239,7 @@ int main(void)
 {
 	test_caps();
 	test_pattern();
+	test_pattern_earlier();
 	test_layout();
 	test_wire();
 	return t_done("tools-perf-units");

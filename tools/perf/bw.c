@@ -5,6 +5,7 @@
  * iteration it holds), and counts completions; the send server keeps receives posted.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pattern.h"
@@ -27,19 +28,41 @@ static uint64_t remote_addr(const struct perf_run *r, uint64_t i)
 	return r->peer.addr + i % r->peer.slots * r->peer.stride;
 }
 
+/* --regcache, before message i from slot ls (mem.h): from the slot's second message on,
+ * the buffer is freed and mapped again at its address; message i is written there (READ:
+ * zeros, which a READ through a stale registration leaves as they are), and its
+ * registration is taken from the cache. */
+static void rc_before(struct perf_run *r, uint64_t i, unsigned ls)
+{
+	uint8_t *buf;
+
+	if (i >= r->local.nslots && area_rc_remap(&r->local, ls))
+		exit(1);
+	buf = area_slot(&r->local, ls);
+	if (r->cfg->test == PERF_READ)
+		memset(buf, 0, r->size);
+	else
+		pattern_fill(buf, r->size, i);
+	if (area_rc_get(&r->local, ls))
+		exit(1);
+}
+
 static void post_one(struct perf_run *r, uint64_t i)
 {
 	unsigned ls = local_slot(r, i);
 	uint8_t *buf = r->local.nslots ? area_slot(&r->local, ls) : NULL;
-	struct odpemu_sge sge = { (uintptr_t)buf, (uint32_t)r->size,
-				  r->local.nslots ? area_lkey(&r->local, ls) : 0 };
+	struct odpemu_sge sge = { (uintptr_t)buf, (uint32_t)r->size, 0 };
 	struct odpemu_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
 				     .send_flags = ODPEMU_SEND_SIGNALED };
 
+	if (r->cfg->regcache && buf)
+		rc_before(r, i, ls);
+	if (buf)
+		sge.lkey = area_lkey(&r->local, ls);
 	switch (r->cfg->test) {
 	case PERF_WRITE:
 	case PERF_SEND:
-		if (r->cfg->verify)
+		if (r->cfg->verify && !r->cfg->regcache)
 			pattern_fill(buf, r->size, i);
 		wr.opcode = r->cfg->test == PERF_WRITE ? ODPEMU_WR_RDMA_WRITE : ODPEMU_WR_SEND;
 		if (r->size <= r->cfg->inline_size)
@@ -71,7 +94,7 @@ static void post_one(struct perf_run *r, uint64_t i)
 }
 
 /* A message completed: check what it brought back (--verify), renew its buffer
- * (--churn). */
+ * (--churn) or give its registration back (--regcache). */
 static void completed(struct perf_run *r, const struct odpemu_wc *wc)
 {
 	unsigned ls = local_slot(r, wc->wr_id);
@@ -90,8 +113,10 @@ static void completed(struct perf_run *r, const struct odpemu_wc *wc)
 		else
 			r->verify.checked++;
 	}
-	if (r->cfg->churn && r->local.nslots &&
-	    area_churn(&r->local, r->dev, ls, &r->odp.retired))
+	if (r->cfg->regcache && r->local.nslots)
+		area_rc_put(&r->local, ls);
+	else if (r->cfg->churn && r->local.nslots &&
+		 area_churn(&r->local, r->dev, ls, &r->odp.retired))
 		perf_die("--churn: cannot re-allocate a buffer");
 }
 

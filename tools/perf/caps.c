@@ -23,18 +23,21 @@ static int check_odp(const struct perf_cfg *c, const char *dev,
 		     const struct odpemu_device_attr *a, char *msg, size_t len)
 {
 	uint32_t need = odp_bits(c->test), have = a->odp_caps.per_transport_caps.rc_odp_caps;
+	bool rc_odp = c->regcache == PERF_RC_ODP;
 
-	if (c->odp == PERF_ODP_OFF)
+	if (c->odp == PERF_ODP_OFF && !rc_odp)
 		return 0;
 	if (!(a->odp_caps.general_caps & ODPEMU_ODP_SUPPORT))
-		snprintf(msg, len, "device %s does not support ODP: run with --odp off", dev);
+		snprintf(msg, len, "device %s does not support ODP: run with %s", dev,
+			 rc_odp ? "another --regcache back-end" : "--odp off");
 	else if (c->odp == PERF_ODP_IMPLICIT &&
 		 !(a->odp_caps.general_caps & ODPEMU_ODP_SUPPORT_IMPLICIT))
 		snprintf(msg, len, "device %s does not support implicit ODP: use --odp explicit "
 			 "(or off)", dev);
 	else if ((have & need) != need)
 		snprintf(msg, len, "device %s does not support ODP for RC %s (rc_odp_caps 0x%x): "
-			 "run with --odp off", dev, perf_test_name(c->test), have);
+			 "run with %s", dev, perf_test_name(c->test), have,
+			 rc_odp ? "another --regcache back-end" : "--odp off");
 	else
 		return 0;
 	return -1;

@@ -45,6 +45,16 @@ static void usage(FILE *f)
 "                        (a 256 MiB region walked a fault-around window at a time)\n"
 "  --churn               free and re-allocate (and re-register) each local buffer after\n"
 "                        every message: the registration-cache scenario\n"
+"  --regcache none|notify|lease|odp\n"
+"                        --churn at the same address (write, send, read; --bw): before\n"
+"                        each message munmap its buffer, mmap it again there (MAP_FIXED),\n"
+"                        write the message, and take its registration from a cache:\n"
+"                        none: pinned MRs, never told (the stale-registration bug);\n"
+"                        notify: pinned MRs, dropped once the notifier fires; lease:\n"
+"                        leased MRs, restored after MR_DECOHERENCE; odp: one ODP MR per\n"
+"                        buffer, no cache. --verify counts stale messages (an earlier\n"
+"                        message's bytes; READ: bytes that never arrived): expected\n"
+"                        with none, a failure with the others\n"
 "  --evict-rate N        set both daemons' --evict-rate for the run (0 after)\n"
 "\n"
 "Output:\n"
@@ -122,6 +132,8 @@ static int pick(const char *flag, const char *s, const char *const *names, int n
 
 static const char *const test_names[] = { "write", "read", "send", "atomic", "flush" };
 static const char *const odp_names[] = { "off", "explicit", "implicit" };
+/* --regcache's words, in enum perf_regcache order after PERF_RC_OFF */
+static const char *const regcache_names[] = { "none", "notify", "lease", "odp" };
 
 const char *perf_test_name(enum perf_test t)
 {
@@ -133,9 +145,14 @@ const char *perf_odp_name(enum perf_odp o)
 	return o <= PERF_ODP_IMPLICIT ? odp_names[o] : "?";
 }
 
+const char *perf_regcache_name(enum perf_regcache m)
+{
+	return m == PERF_RC_OFF ? "off" : m <= PERF_RC_ODP ? regcache_names[m - 1] : "?";
+}
+
 enum {
 	O_BW = 256, O_LAT, O_ODP, O_PREFETCH, O_POLICY, O_RNR_RETRY, O_RNR_TIMER, O_COLD,
-	O_CHURN, O_VERIFY, O_JSON, O_HIST, O_EVICT, O_TIMEOUT,
+	O_CHURN, O_VERIFY, O_JSON, O_HIST, O_EVICT, O_TIMEOUT, O_REGCACHE,
 };
 
 static const struct option longopts[] = {
@@ -151,6 +168,7 @@ static const struct option longopts[] = {
 	{ "rnr-retry", required_argument, NULL, O_RNR_RETRY },
 	{ "min-rnr-timer", required_argument, NULL, O_RNR_TIMER },
 	{ "cold", no_argument, NULL, O_COLD }, { "churn", no_argument, NULL, O_CHURN },
+	{ "regcache", required_argument, NULL, O_REGCACHE },
 	{ "verify", no_argument, NULL, O_VERIFY }, { "json", no_argument, NULL, O_JSON },
 	{ "histogram", required_argument, NULL, O_HIST },
 	{ "evict-rate", required_argument, NULL, O_EVICT },
@@ -204,6 +222,11 @@ static void one(struct perf_opts *o, struct given *g, int c, const char *arg)
 	case O_RNR_TIMER: cfg->min_rnr_timer = parse_uint("--min-rnr-timer", arg, 0, 31); break;
 	case O_COLD: cfg->cold = true; break;
 	case O_CHURN: cfg->churn = true; break;
+	case O_REGCACHE:
+		cfg->regcache = (enum perf_regcache)(1 + pick("--regcache", arg, regcache_names,
+							      4));
+		cfg->churn = true;
+		break;
 	case O_VERIFY: cfg->verify = true; break;
 	case O_JSON: o->json = true; break;
 	case O_HIST: o->histogram = arg; break;
@@ -217,11 +240,34 @@ static void one(struct perf_opts *o, struct given *g, int c, const char *arg)
 	}
 }
 
+/* --regcache churns the client's local buffers, one registration per message in flight:
+ * what has no such buffer, or does not read it through its registration, cannot run. */
+static void check_regcache(const struct perf_cfg *c)
+{
+	const char *rc;
+
+	if (!c->regcache)
+		return;
+	rc = perf_regcache_name(c->regcache);
+	if (c->test != PERF_WRITE && c->test != PERF_SEND && c->test != PERF_READ)
+		bad("--regcache %s: %s carries no message bytes that could go stale; run write, "
+		    "send or read", rc, perf_test_name(c->test));
+	if (c->lat)
+		bad("--regcache %s runs with --bw only (add -t 1 for one message in flight)", rc);
+	if (c->inline_size)
+		bad("--regcache %s and --inline: inline data is copied at post time, through no "
+		    "registration; drop --inline", rc);
+	if (c->prefetch)
+		bad("--regcache %s and --prefetch: the churned buffers are registered by the "
+		    "back-end, not prefetched; drop --prefetch", rc);
+}
+
 /* Rules between flags; sizes against the device come later (caps.c). */
 static void check(struct perf_opts *o, const struct given *g)
 {
 	struct perf_cfg *c = &o->cfg;
 
+	check_regcache(c);
 	if (c->mtu && (c->mtu & (c->mtu - 1)))
 		bad("--mtu %u: want 256, 512, 1024, 2048 or 4096", c->mtu);
 	if (c->iters && c->duration > 0)

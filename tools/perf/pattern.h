@@ -6,6 +6,7 @@
 #ifndef ODPEMU_TOOLS_PERF_PATTERN_H
 #define ODPEMU_TOOLS_PERF_PATTERN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 uint8_t pattern_marker(uint64_t iter);
@@ -14,5 +15,11 @@ void pattern_fill(void *buf, uint64_t len, uint64_t iter);
  * found and the byte wanted). */
 int64_t pattern_check(const void *buf, uint64_t len, uint64_t iter, uint8_t *got,
 		      uint8_t *want);
+/* Does buf hold the whole pattern of an iteration before `before` (a stale message)? Its
+ * number in *iter. Messages of 9 bytes or more name their iteration in their first word;
+ * shorter ones are compared with the latest PATTERN_TINY_TRIES earlier iterations whose
+ * marker matches. */
+#define PATTERN_TINY_TRIES 4096
+bool pattern_earlier(const void *buf, uint64_t len, uint64_t before, uint64_t *iter);
 
 #endif

@@ -10,10 +10,10 @@
  * results and counter deltas; both print the same table.
  *
  * Files: opts.c (flags), caps.c (what the device allows), net.c (TCP lines), wire.c (the
- * messages), dev.c (PD/CQ/QP), mem.c (buffers: cold, churn, prefetch), pattern.c (--verify
- * data), bw.c and lat.c (the timed loops), pass.c (server side of recycling/verify),
- * odp.c (counter deltas), stats.c (figures), report.c (table, JSON), plot.c (gnuplot),
- * progress.c (live line), client.c and server.c (the two roles), main.c.
+ * messages), dev.c (PD/CQ/QP), mem.c (buffers: cold, churn, --regcache, prefetch),
+ * pattern.c (--verify data), bw.c and lat.c (the timed loops), pass.c (server side of
+ * recycling/verify), odp.c (counter deltas), stats.c (figures), report.c (table, JSON),
+ * plot.c (gnuplot), progress.c (live line), client.c and server.c (the two roles), main.c.
  */
 #ifndef ODPEMU_TOOLS_PERF_H
 #define ODPEMU_TOOLS_PERF_H
@@ -36,9 +36,16 @@
 
 enum perf_test { PERF_WRITE, PERF_READ, PERF_SEND, PERF_ATOMIC, PERF_FLUSH };
 enum perf_odp { PERF_ODP_OFF, PERF_ODP_EXPLICIT, PERF_ODP_IMPLICIT };
+/* --regcache: how the churned local buffers are registered (mem.h). OFF: plain --churn
+ * (deregister, free, allocate anywhere, register). The others free and map each buffer
+ * again at the same address before every message: NONE, NOTIFY, LEASE look it up in the
+ * reference cache (odpemu/regcache.h) of that back-end over pinned MRs; ODP registers one
+ * ON_DEMAND MR per buffer, once. */
+enum perf_regcache { PERF_RC_OFF, PERF_RC_NONE, PERF_RC_NOTIFY, PERF_RC_LEASE, PERF_RC_ODP };
 
 const char *perf_test_name(enum perf_test t);
 const char *perf_odp_name(enum perf_odp o);
+const char *perf_regcache_name(enum perf_regcache m);
 
 /* The run's shape: chosen by the client and sent to the server. */
 struct perf_cfg {
@@ -52,6 +59,7 @@ struct perf_cfg {
 	unsigned mtu;		/* bytes; 0: the smaller active MTU of the two ports */
 	enum perf_odp odp;
 	bool prefetch, cold, churn, verify;
+	enum perf_regcache regcache;	/* implies churn */
 	enum odpemu_fault_policy policy;
 	unsigned rnr_retry, min_rnr_timer;
 	char evict_rate[32];	/* --evict-rate; "" leaves the daemons' knob alone */

@@ -75,6 +75,9 @@ void report_banner(struct perf_report *rep, const struct perf_run *r,
 	       c->policy == ODPEMU_FAULT_POLICY_RNR ? "rnr" : "stall", c->prefetch ? "on" : "off",
 	       c->cold ? "on" : "off", c->churn ? "on" : "off",
 	       c->evict_rate[0] ? ", evict-rate " : "", c->evict_rate);
+	if (c->regcache)
+		printf(" Regcache        : %s (the client's churned buffers, same address)\n",
+		       perf_regcache_name(c->regcache));
 	printf(" RNR             : retry %u, min timer code %u     Verify : %s\n", c->rnr_retry,
 	       c->min_rnr_timer, c->verify ? "every byte" : "off");
 	printf(RULE "\n");
@@ -89,6 +92,7 @@ static void merge_verify(struct perf_verify *out, const struct perf_verify *a,
 {
 	*out = *a;
 	out->checked = a->checked + b->checked;
+	out->stale = a->stale + b->stale;
 	if (!a->failed && b->failed) {
 		out->failed = true;
 		memcpy(out->msg, b->msg, sizeof(out->msg));
@@ -108,6 +112,20 @@ static void print_row(const struct perf_cfg *c, const struct perf_result *s)
 	       s->bw_avg / 1e6, s->msg_rate / 1e6);
 }
 
+/* --regcache: stale messages are the bug none exists to show; any other back-end must
+ * deliver every message's own bytes. Both sides judge alike (they have the same counts). */
+static void stale_verdict(const struct perf_cfg *c, struct perf_verify *v)
+{
+	if (c->regcache <= PERF_RC_NONE || !v->stale || v->failed)
+		return;
+	v->failed = true;
+	snprintf(v->msg, sizeof(v->msg), "%" PRIu64 " of %" PRIu64 " messages stale (%s): "
+		 "--regcache %s must deliver every message's own bytes", v->stale, v->checked,
+		 c->test == PERF_READ ? "READs that never reached the buffer" :
+		 "an earlier message's bytes", perf_regcache_name(c->regcache));
+	perf_err("VERIFY FAILED: %s", v->msg);
+}
+
 void report_row(struct perf_report *rep, const struct perf_run *r, const struct perf_result *res,
 		const struct ctrs *local, const struct ctrs *remote,
 		const struct perf_verify *remote_verify)
@@ -121,6 +139,7 @@ void report_row(struct perf_report *rep, const struct perf_run *r, const struct 
 	row->local = *local;
 	row->remote = *remote;
 	merge_verify(&row->verify, &r->verify, remote_verify);
+	stale_verdict(rep->cfg, &row->verify);
 	odp_accumulate(&rep->local_total, local);
 	odp_accumulate(&rep->remote_total, remote);
 	if (row->verify.failed)
@@ -183,16 +202,77 @@ static void odp_text(const struct perf_report *rep)
 
 static void verify_text(const struct perf_report *rep)
 {
-	uint64_t checked = 0;
+	uint64_t checked = 0, stale = 0;
 
 	if (!rep->cfg->verify)
 		return;
-	for (int i = 0; i < rep->nrows; i++)
+	for (int i = 0; i < rep->nrows; i++) {
 		checked += rep->rows[i].verify.checked;
+		stale += rep->rows[i].verify.stale;
+	}
+	if (rep->cfg->regcache)
+		printf(" stale messages: %" PRIu64 " of %" PRIu64 "%s\n", stale, checked,
+		       rep->cfg->regcache == PERF_RC_NONE ? " (the bug --regcache none shows)" :
+		       "");
 	if (rep->failed)
 		printf(" verify: FAILED\n");
 	else
 		printf(" verify: OK, every byte of %" PRIu64 " messages checked\n", checked);
+}
+
+/* ---- --regcache ---- */
+
+/* The daemons' counters of the notifier and of leases (those this odpemud has). */
+static bool rc_key(const char *name)
+{
+	return !strncmp(name, "watch_", 6) || !strncmp(name, "lease_", 6);
+}
+
+static double per_call_us(double secs, uint64_t calls)
+{
+	return calls ? secs * 1e6 / (double)calls : 0;
+}
+
+static double us_per_msg(const struct perf_result *s)
+{
+	return s->msg_rate > 0 ? 1e6 / s->msg_rate : 0;
+}
+
+static void rc_text(const struct perf_report *rep)
+{
+	uint64_t events = 0;
+	char n[24];
+
+	printf(RULE "\n");
+	printf(" --regcache %s: the client's churned buffers; munmap, mmap (MAP_FIXED) and get "
+	       "in usec per call\n", perf_regcache_name(rep->cfg->regcache));
+	printf(" %-9s %9s %9s %8s %8s %8s %7s %7s %7s %8s %7s\n", "#bytes", "msgs/s",
+	       "usec/msg", "munmap", "mmap", "get", "regs", "hits", "misses", "restores",
+	       "drops");
+	for (int i = 0; i < rep->nrows; i++) {
+		const struct perf_result *s = &rep->rows[i].res;
+		const struct perf_rc_figs *f = &s->rc;
+
+		printf(" %-9" PRIu64 " %9.0f %9.2f %8.2f %8.2f %8.2f %7" PRIu64 " %7" PRIu64
+		       " %7" PRIu64 " %8" PRIu64 " %7" PRIu64 "\n", s->size, s->msg_rate,
+		       us_per_msg(s), per_call_us(f->munmap_secs, f->remaps),
+		       per_call_us(f->mmap_secs, f->remaps), per_call_us(f->get_secs, f->gets),
+		       f->registrations, f->hits, f->misses, f->restores, f->stale_drops);
+		events += f->decoherence;
+	}
+	printf(" %-40s %18s %18s\n", "daemon counter deltas over the run", rep->local_dev,
+	       rep->remote_dev);
+	/* served by the client: its column is the remote one on the server */
+	snprintf(n, sizeof(n), "%" PRIu64, events);
+	printf(" %-40s %18s %18s\n", "MR_DECOHERENCE events (client's, served)",
+	       rep->server ? "-" : n, rep->server ? n : "-");
+	for (int i = 0; i < rep->local_total.n; i++) {
+		const char *k = rep->local_total.c[i].name;
+
+		if (rc_key(k))
+			printf(" %-40s %18" PRIu64 " %18" PRIu64 "\n", k,
+			       ctrs_get(&rep->local_total, k), ctrs_get(&rep->remote_total, k));
+	}
 }
 
 static void json_odp(struct jw *w, const char *key, const char *dev, const struct ctrs *s)
@@ -235,6 +315,59 @@ static void json_config(struct jw *w, const struct perf_cfg *c)
 	jw_u64(w, "rnr_retry", c->rnr_retry);
 	jw_u64(w, "min_rnr_timer", c->min_rnr_timer);
 	jw_str(w, "evict_rate", c->evict_rate);
+	jw_str(w, "regcache", perf_regcache_name(c->regcache));
+	jw_end(w);
+}
+
+static void json_rc_row(struct jw *w, const struct report_row *row)
+{
+	const struct perf_rc_figs *f = &row->res.rc;
+
+	jw_obj(w, "regcache");
+	jw_dbl(w, "msgs_per_s", row->res.msg_rate);
+	jw_dbl(w, "us_per_msg", us_per_msg(&row->res));
+	jw_u64(w, "remaps", f->remaps);
+	jw_dbl(w, "munmap_us", per_call_us(f->munmap_secs, f->remaps));
+	jw_dbl(w, "mmap_us", per_call_us(f->mmap_secs, f->remaps));
+	jw_dbl(w, "remap_us", per_call_us(f->munmap_secs + f->mmap_secs, f->remaps));
+	jw_u64(w, "gets", f->gets);
+	jw_dbl(w, "get_us", per_call_us(f->get_secs, f->gets));
+	jw_u64(w, "registrations", f->registrations);
+	jw_u64(w, "hits", f->hits);
+	jw_u64(w, "misses", f->misses);
+	jw_u64(w, "restores", f->restores);
+	jw_u64(w, "stale_drops", f->stale_drops);
+	jw_u64(w, "decoherence_events", f->decoherence);
+	jw_u64(w, "stale", row->verify.stale);
+	jw_u64(w, "checked", row->verify.checked);
+	jw_end(w);
+}
+
+static void json_rc_ctrs(struct jw *w, const char *key, const char *dev, const struct ctrs *s)
+{
+	jw_obj(w, key);
+	jw_str(w, "device", dev);
+	for (int i = 0; i < s->n; i++)
+		if (rc_key(s->c[i].name))
+			jw_u64(w, s->c[i].name, s->c[i].value);
+	jw_end(w);
+}
+
+/* The run's totals: stale messages of every size, the daemons' counters. */
+static void json_rc(struct perf_report *rep, struct jw *w)
+{
+	uint64_t stale = 0, checked = 0;
+
+	for (int i = 0; i < rep->nrows; i++) {
+		stale += rep->rows[i].verify.stale;
+		checked += rep->rows[i].verify.checked;
+	}
+	jw_obj(w, "regcache");
+	jw_str(w, "backend", perf_regcache_name(rep->cfg->regcache));
+	jw_u64(w, "stale", stale);
+	jw_u64(w, "checked", checked);
+	json_rc_ctrs(w, "local", rep->local_dev, &rep->local_total);
+	json_rc_ctrs(w, "remote", rep->remote_dev, &rep->remote_total);
 	jw_end(w);
 }
 
@@ -264,8 +397,11 @@ static void json_row(struct perf_report *rep, struct jw *w, const struct report_
 	jw_bool(w, "enabled", rep->cfg->verify);
 	jw_bool(w, "ok", !row->verify.failed);
 	jw_u64(w, "checked", row->verify.checked);
+	jw_u64(w, "stale", row->verify.stale);
 	jw_str(w, "error", row->verify.msg);
 	jw_end(w);
+	if (rep->cfg->regcache)
+		json_rc_row(w, row);
 	jw_obj(w, "odp");
 	json_odp(w, "local", rep->local_dev, &row->local);
 	json_odp(w, "remote", rep->remote_dev, &row->remote);
@@ -293,6 +429,8 @@ static void json_doc(struct perf_report *rep)
 	json_odp(&w, "local", rep->local_dev, &rep->local_total);
 	json_odp(&w, "remote", rep->remote_dev, &rep->remote_total);
 	jw_end(&w);
+	if (rep->cfg->regcache)
+		json_rc(rep, &w);
 	jw_bool(&w, "ok", !rep->failed);
 	jw_end(&w);
 }
@@ -303,6 +441,8 @@ void report_end(struct perf_report *rep)
 		json_doc(rep);
 	} else if (rep->nrows) {
 		odp_text(rep);
+		if (rep->cfg->regcache)
+			rc_text(rep);
 		verify_text(rep);
 		printf(RULE "\n");
 	}

@@ -26,13 +26,31 @@ void run_verify_fail(struct perf_run *r, const char *fmt, ...)
 	perf_err("VERIFY FAILED: %s", r->verify.msg);
 }
 
+/* --regcache: did message iter go through a stale registration? WRITE and SEND then
+ * carry the bytes of the message the registration was made for; a READ lands in the old
+ * pages, and the churned buffer keeps the zeros bw.c wrote there. */
+static bool stale(const struct perf_run *r, const uint8_t *buf, uint64_t iter)
+{
+	uint64_t earlier;
+
+	if (!r->cfg->regcache)
+		return false;
+	if (r->cfg->test != PERF_READ)
+		return pattern_earlier(buf, r->size, iter, &earlier);
+	for (uint64_t k = 0; k < r->size; k++)
+		if (buf[k])
+			return false;
+	return true;
+}
+
 bool run_check_data(struct perf_run *r, const uint8_t *buf, uint64_t iter, const char *where)
 {
 	uint8_t got = 0, want = 0;
 	int64_t off = pattern_check(buf, r->size, iter, &got, &want);
 
-	if (off < 0) {
+	if (off < 0 || stale(r, buf, iter)) {
 		r->verify.checked++;
+		r->verify.stale += off >= 0;
 		return true;
 	}
 	run_verify_fail(r, "%s %s message %" PRIu64 " (%" PRIu64 " bytes): byte %" PRId64

@@ -15,6 +15,8 @@
 struct perf_verify {
 	bool failed;
 	uint64_t checked;	/* messages whose every byte was checked */
+	uint64_t stale;		/* --regcache: of them, messages that were not this one's
+				 * (an earlier message's bytes; READ: they never arrived) */
 	char msg[256];
 };
 
@@ -47,7 +49,9 @@ void run_verify_fail(struct perf_run *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A failed completion ends the run: one line with the status and what to do. */
 void run_wc_fail(struct perf_run *r, const struct odpemu_wc *wc) __attribute__((noreturn));
-/* Check slot data against iteration iter's pattern; false (recorded) on a mismatch. */
+/* Check slot data against iteration iter's pattern; false (recorded) on a mismatch.
+ * --regcache: a message that is an earlier one's whole (READ: a buffer still all zero,
+ * as the sender left it) is counted stale and passes here; report.c judges the count. */
 bool run_check_data(struct perf_run *r, const uint8_t *buf, uint64_t iter, const char *where);
 /* Post one send WR; dies on failure. */
 void run_post_send(struct perf_run *r, unsigned q, struct odpemu_send_wr *wr);

@@ -25,8 +25,10 @@ int side_build(struct perf_run *r)
 	/* cold targets stay untouched: the first access to each page must be the NIC's */
 	if (area_make(&r->target, r->dev, c->odp, r->lay.target_slots, r->lay.target_stride,
 		      false, !c->cold) ||
-	    area_make(&r->local, r->dev, c->odp, r->lay.local_slots, r->lay.local_stride, churn,
-		      !churn))
+	    (c->regcache ? area_make_rc(&r->local, r->dev, c->regcache, r->lay.local_slots,
+					r->lay.local_stride) :
+	     area_make(&r->local, r->dev, c->odp, r->lay.local_slots, r->lay.local_stride, churn,
+		       !churn)))
 		return -1;
 	if (r->server && c->test == PERF_SEND && !c->lat)
 		rc = bw_server_send_prepare(r);
@@ -84,13 +86,16 @@ void side_figures(struct perf_run *r)
 	if (r->res.bw_peak < r->res.bw_avg)
 		r->res.bw_peak = r->res.bw_avg;	/* runs shorter than one window */
 	samples_summary(&r->samples, &r->res);
+	if (r->local.rc)
+		area_rc_figs(&r->local, &r->res.rc);
 }
 
 int side_send_verify(struct perf_conn *c, const struct perf_verify *v)
 {
 	if (v->failed)
-		return net_send(c, "VERIFY fail n=%" PRIu64 " %s", v->checked, v->msg);
-	return net_send(c, "VERIFY ok n=%" PRIu64, v->checked);
+		return net_send(c, "VERIFY fail n=%" PRIu64 " stale=%" PRIu64 " %s", v->checked,
+				v->stale, v->msg);
+	return net_send(c, "VERIFY ok n=%" PRIu64 " stale=%" PRIu64, v->checked, v->stale);
 }
 
 void side_parse_verify(const char *line, struct perf_verify *v)
@@ -99,9 +104,12 @@ void side_parse_verify(const char *line, struct perf_verify *v)
 
 	memset(v, 0, sizeof(*v));
 	v->checked = kv_u64(line, "n", 0);
+	v->stale = kv_u64(line, "stale", 0);
 	if (strncmp(line, "VERIFY fail n=", 14))
 		return;
 	why = strchr(line + 14, ' ');
+	if (why && !strncmp(why + 1, "stale=", 6))
+		why = strchr(why + 1, ' ');
 	v->failed = true;
 	snprintf(v->msg, sizeof(v->msg), "%s", why ? why + 1 : "(no reason given)");
 	perf_err("VERIFY FAILED (at the peer): %s", v->msg);

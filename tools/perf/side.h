@@ -16,7 +16,7 @@ void side_ep(const struct perf_run *r, struct perf_ep *e);
 void side_evict(struct perf_dev *d, const struct perf_cfg *c, bool restore);
 /* bw figures from r->done, r->size and r->res.secs. */
 void side_figures(struct perf_run *r);
-/* "VERIFY ok n=N" or "VERIFY fail n=N <why>": 0 or -1. */
+/* "VERIFY ok n=N stale=S" or "VERIFY fail n=N stale=S <why>": 0 or -1. */
 int side_send_verify(struct perf_conn *c, const struct perf_verify *v);
 /* The peer's verdict; a failure is also printed. */
 void side_parse_verify(const char *line, struct perf_verify *v);

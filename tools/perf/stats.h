@@ -6,12 +6,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* --regcache: what the churned buffers cost the client that churns them (mem.h). Times
+ * are sums over the run; the cache's counters as odpemu_regcache_stats. */
+struct perf_rc_figs {
+	uint64_t remaps;		/* munmap + mmap(MAP_FIXED) pairs */
+	double munmap_secs, mmap_secs;
+	uint64_t gets;			/* registrations taken for a message */
+	double get_secs;		/* odpemu_regcache_get (a registration or restore) */
+	uint64_t registrations, hits, misses, restores, stale_drops;
+	uint64_t decoherence;		/* MR_DECOHERENCE events served */
+};
+
 struct perf_result {
 	uint64_t size, iters;
 	double secs;		/* timed: recycling and verify syncs are not counted */
 	double bw_peak, bw_avg;	/* bytes per second */
 	double msg_rate;	/* messages per second */
 	double t_min, t_med, t_avg, t_p99, t_p999, t_max;	/* µs, --lat */
+	struct perf_rc_figs rc;
 };
 
 /* Latency samples in µs. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2	/* 2: --regcache */
 
 bool kv_str(const char *line, const char *key, char *out, size_t len)
 {
@@ -53,10 +53,11 @@ void cfg_format(const struct perf_cfg *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "HELLO v=%d test=%d lat=%d all=%d size=%" PRIu64 " iters=%" PRIu64
 		 " dur=%.17g qps=%u tx=%u inline=%u mtu=%u odp=%d prefetch=%d cold=%d churn=%d "
-		 "verify=%d policy=%d rnr_retry=%u rnr_timer=%u evict=%s", WIRE_VERSION, c->test,
-		 c->lat, c->all, c->size, c->iters, c->duration, c->qps, c->tx_depth,
-		 c->inline_size, c->mtu, c->odp, c->prefetch, c->cold, c->churn, c->verify,
-		 c->policy, c->rnr_retry, c->min_rnr_timer, c->evict_rate[0] ? c->evict_rate : "-");
+		 "verify=%d policy=%d rnr_retry=%u rnr_timer=%u evict=%s regcache=%d",
+		 WIRE_VERSION, c->test, c->lat, c->all, c->size, c->iters, c->duration, c->qps,
+		 c->tx_depth, c->inline_size, c->mtu, c->odp, c->prefetch, c->cold, c->churn,
+		 c->verify, c->policy, c->rnr_retry, c->min_rnr_timer,
+		 c->evict_rate[0] ? c->evict_rate : "-", c->regcache);
 }
 
 int cfg_parse(const char *line, struct perf_cfg *c, char *msg, size_t len)
@@ -80,11 +81,13 @@ int cfg_parse(const char *line, struct perf_cfg *c, char *msg, size_t len)
 		.policy = (enum odpemu_fault_policy)kv_u64(line, "policy", 0),
 		.rnr_retry = (unsigned)kv_u64(line, "rnr_retry", 7),
 		.min_rnr_timer = (unsigned)kv_u64(line, "rnr_timer", 12),
+		.regcache = (enum perf_regcache)kv_u64(line, "regcache", 0),
 	};
 	if (kv_str(line, "evict", evict, sizeof(evict)) && strcmp(evict, "-"))
 		snprintf(c->evict_rate, sizeof(c->evict_rate), "%s", evict);
 	if (c->test > PERF_FLUSH || c->odp > PERF_ODP_IMPLICIT || !c->qps ||
-	    c->qps > PERF_MAX_QPS || !c->tx_depth || c->policy > ODPEMU_FAULT_POLICY_RNR) {
+	    c->qps > PERF_MAX_QPS || !c->tx_depth || c->policy > ODPEMU_FAULT_POLICY_RNR ||
+	    c->regcache > PERF_RC_ODP) {
 		snprintf(msg, len, "the client sent a configuration out of range");
 		return -1;
 	}
@@ -162,10 +165,17 @@ int ep_parse(const char *line, struct perf_ep *e)
 
 void result_format(const struct perf_result *r, char *buf, size_t len)
 {
+	const struct perf_rc_figs *f = &r->rc;
+
 	snprintf(buf, len, "RESULT size=%" PRIu64 " iters=%" PRIu64 " secs=%.17g peak=%.17g "
 		 "avg=%.17g rate=%.17g tmin=%.17g tmed=%.17g tavg=%.17g tp99=%.17g tp999=%.17g "
-		 "tmax=%.17g", r->size, r->iters, r->secs, r->bw_peak, r->bw_avg, r->msg_rate,
-		 r->t_min, r->t_med, r->t_avg, r->t_p99, r->t_p999, r->t_max);
+		 "tmax=%.17g rc_remaps=%" PRIu64 " rc_munmap=%.17g rc_mmap=%.17g rc_gets=%" PRIu64
+		 " rc_get=%.17g rc_regs=%" PRIu64 " rc_hits=%" PRIu64 " rc_misses=%" PRIu64
+		 " rc_restores=%" PRIu64 " rc_drops=%" PRIu64 " rc_events=%" PRIu64, r->size,
+		 r->iters, r->secs, r->bw_peak, r->bw_avg, r->msg_rate, r->t_min, r->t_med,
+		 r->t_avg, r->t_p99, r->t_p999, r->t_max, f->remaps, f->munmap_secs, f->mmap_secs,
+		 f->gets, f->get_secs, f->registrations, f->hits, f->misses, f->restores,
+		 f->stale_drops, f->decoherence);
 }
 
 void result_parse(const char *line, struct perf_result *r)
@@ -177,6 +187,14 @@ void result_parse(const char *line, struct perf_result *r)
 		.t_med = kv_dbl(line, "tmed", 0), .t_avg = kv_dbl(line, "tavg", 0),
 		.t_p99 = kv_dbl(line, "tp99", 0), .t_p999 = kv_dbl(line, "tp999", 0),
 		.t_max = kv_dbl(line, "tmax", 0) };
+	r->rc = (struct perf_rc_figs){ .remaps = kv_u64(line, "rc_remaps", 0),
+		.munmap_secs = kv_dbl(line, "rc_munmap", 0),
+		.mmap_secs = kv_dbl(line, "rc_mmap", 0), .gets = kv_u64(line, "rc_gets", 0),
+		.get_secs = kv_dbl(line, "rc_get", 0), .registrations = kv_u64(line, "rc_regs", 0),
+		.hits = kv_u64(line, "rc_hits", 0), .misses = kv_u64(line, "rc_misses", 0),
+		.restores = kv_u64(line, "rc_restores", 0),
+		.stale_drops = kv_u64(line, "rc_drops", 0),
+		.decoherence = kv_u64(line, "rc_events", 0) };
 }
 
 void ctrs_format(const struct ctrs *s, char *buf, size_t len)

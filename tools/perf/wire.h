@@ -11,7 +11,8 @@
  *                                     <-     START                  (server's QPs RTS)
  *   PASS n=N (recycle/verify, bw)     ->     PASSED | FAIL <why>
  *   DONE n=N, RESULT <figures>, CTRS <deltas>
- *                                     <-     VERIFY ok n=N | VERIFY fail <why>, CTRS <deltas>
+ *                                     <-     VERIFY ok n=N stale=S |
+ *                                            VERIFY fail n=N stale=S <why>, CTRS <deltas>
  *   BYE                               ->
  */
 #ifndef ODPEMU_TOOLS_PERF_WIRE_H

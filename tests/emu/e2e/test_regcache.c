@@ -9,11 +9,16 @@
  *  - back-end none over pinned MRs: the classic bug — the peer receives an older
  *    message's bytes (asserted: most rounds are stale);
  *  - back-end notify over pinned MRs (the mapping-change notifier's Z words): never stale;
+ *  - back-end lease over leased pinned MRs (an event thread marks the entry broken and
+ *    acknowledges; the next get restores it in place): never stale, one registration;
  *  - back-end none over ODP MRs: never stale, no invalidation needed.
  * The notifier's seccomp filter stays on the process that installs it, so the rounds run
  * in a child that ends before the harness stops the daemons.
  */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,8 @@ struct sender {
 	struct odpemu_pd *pd;
 	struct odpemu_context *ctx;
 	unsigned access;
+	struct odpemu_regcache *cache;		/* lease: the event thread's */
+	_Atomic bool stop;
 };
 
 static int reg(void *ctx, void *addr, size_t len, void **handle)
@@ -60,6 +67,31 @@ static void unwatch(void *ctx, void *w)
 {
 	(void)ctx;
 	odpemu_watch_destroy(w);
+}
+
+static int restore(void *ctx, void *handle)
+{
+	(void)ctx;
+	return odpemu_restore_mr(handle) ? errno : 0;
+}
+
+/* The lease holder: each MR_DECOHERENCE marks the cache's entry, then is acknowledged
+ * (regcache.h's order), which lets the munmap that broke the lease run. */
+static void *holder(void *arg)
+{
+	struct sender *s = arg;
+
+	while (!atomic_load(&s->stop)) {
+		struct pollfd pf = { .fd = s->ctx->async_fd, .events = POLLIN };
+		struct odpemu_async_event ev;
+
+		if (poll(&pf, 1, 20) != 1 || odpemu_get_async_event(s->ctx, &ev))
+			continue;
+		if (ev.event_type == ODPEMU_EVENT_MR_DECOHERENCE)
+			odpemu_regcache_decoherent(s->cache, ev.element.mr);
+		odpemu_ack_async_event(&ev);
+	}
+	return NULL;
 }
 
 /* A fresh mapping at `at` (NULL: anywhere): what free() and the next malloc() of the same
@@ -146,25 +178,38 @@ static unsigned rounds_of(enum odpemu_wr_opcode op)
 static unsigned scenario(struct h_pair *p, struct h_mem *peer, enum odpemu_wr_opcode op,
 			 enum odpemu_regcache_backend backend, bool odp)
 {
+	bool lease = backend == ODPEMU_REGCACHE_LEASE;
 	struct sender s = { p->s[0].pd, p->s[0].ctx, ODPEMU_ACCESS_LOCAL_WRITE |
-			    (odp ? ODPEMU_ACCESS_ON_DEMAND : 0) };
+			    (odp ? ODPEMU_ACCESS_ON_DEMAND : 0) |
+			    (lease ? ODPEMU_ACCESS_LEASE : 0) };
 	struct odpemu_regcache_ops ops = { .reg = reg, .dereg = dereg, .watch = watch,
-					   .unwatch = unwatch };
+					   .unwatch = unwatch, .restore = restore };
 	struct odpemu_regcache *cache = odpemu_regcache_create(backend, &ops, &s, 64, 0);
 	struct odpemu_regcache_stats st;
+	pthread_t t;
 	unsigned stale;
 
 	T_CHECK(cache != NULL, "regcache_create: %m");
-	if (!cache)
+	s.cache = cache;
+	if (!cache || (lease && pthread_create(&t, NULL, holder, &s)))
 		return rounds_of(op);
 	stale = churn(p, cache, peer, op, rounds_of(op));
 	odpemu_regcache_stats(cache, &st);
 	printf("%s, back-end %s over %s MRs: %u of %u messages stale; %llu registrations, "
-	       "%llu hits, %llu stale drops\n", odpemu_wr_opcode_str(op),
-	       odpemu_regcache_backend_str(backend), odp ? "ODP" : "pinned", stale, rounds_of(op),
-	       (unsigned long long)st.registrations,
-	       (unsigned long long)st.hits, (unsigned long long)st.stale_drops);
+	       "%llu hits, %llu restores, %llu stale drops\n", odpemu_wr_opcode_str(op),
+	       odpemu_regcache_backend_str(backend), odp ? "ODP" : lease ? "leased" : "pinned",
+	       stale, rounds_of(op), (unsigned long long)st.registrations,
+	       (unsigned long long)st.hits, (unsigned long long)st.restores,
+	       (unsigned long long)st.stale_drops);
+	if (lease)
+		T_CHECK(st.registrations <= 2 && st.restores + 2 >= rounds_of(op),
+			"lease: restored in place (%llu registrations, %llu restores)",
+			(unsigned long long)st.registrations, (unsigned long long)st.restores);
 	T_EQ(odpemu_regcache_destroy(cache), 0, "regcache_destroy");
+	if (lease) {
+		atomic_store(&s.stop, true);
+		pthread_join(t, NULL);
+	}
 	return stale;
 }
 
@@ -195,6 +240,8 @@ static void rounds(struct h_env *e)
 			odpemu_wr_opcode_str(ops[k]));
 		T_CHECK(scenario(&p, &peer, ops[k], ODPEMU_REGCACHE_NOTIFY, false) == 0,
 			"%s, notify over pinned MRs: stale messages", odpemu_wr_opcode_str(ops[k]));
+		T_CHECK(scenario(&p, &peer, ops[k], ODPEMU_REGCACHE_LEASE, false) == 0,
+			"%s, lease over leased MRs: stale messages", odpemu_wr_opcode_str(ops[k]));
 		T_CHECK(scenario(&p, &peer, ops[k], ODPEMU_REGCACHE_NONE, true) == 0,
 			"%s, none over ODP MRs: stale messages", odpemu_wr_opcode_str(ops[k]));
 	}

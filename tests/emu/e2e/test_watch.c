@@ -6,6 +6,13 @@
  *  - munmap, madvise(MADV_DONTNEED / MADV_FREE), mremap (moved away), mmap(MAP_FIXED) over
  *    the range, and a munmap of one page of a watched two: Z set;
  *  - mprotect, a change next to the range, a fork child's munmap of its copy: Z stays 0;
+ *  - brk: a shrink over watched heap pages sets Z, a growth and brk(0) do not, nor does
+ *    the shrink beside; memory malloc frees and trims (sbrk(negative)) sets Z;
+ *  - madvise(MADV_DONTNEED_LOCKED): Z set;
+ *  - System V shared memory: shmdt of a segment mprotect split in three sets the Z of its
+ *    last piece, not those beside it; shmat(SHM_REMAP) over a watched mapping sets Z;
+ *  - calls that change no mapping (mprotect, madvise(MADV_WILLNEED), mmap without
+ *    MAP_FIXED, shmat without SHM_REMAP, brk(0), getpid) are not even held;
  *  - four threads, each watching and unmapping pages of its own, 200 times;
  *  - 10,000 watches, one page unmapped: exactly its Z set; 32,768 watches at most per
  *    process, then ENOSPC;
@@ -21,9 +28,12 @@
 #include <signal.h>
 #include <time.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +44,15 @@
 #define THREADS 4
 #define ROUNDS 200
 #define MANY 10000
+
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1	/* the runtime's malloc maps its own memory, not glibc's heap */
+#else
+#define SANITIZED 0
+#endif
 
 static struct odpemu_context *ctx;
 
@@ -114,6 +133,188 @@ static void fork_child_change(void)
 	T_EQ(z_of(&z), 0, "a child's change of its copy: our Z stays 0");
 	odpemu_watch_destroy(w);
 	munmap(r, 2 * PAGE);
+}
+
+static char *page_up(char *p)
+{
+	return (char *)(((uintptr_t)p + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+}
+
+/* brk, straight through sbrk: the heap grows by four pages (Z of a watch over them stays
+ * 0, and brk(0) changes nothing either), then shrinks by two (the top page's watch fires,
+ * the page below the new break's does not). The watches are made first, on pages not
+ * mapped yet: making one may allocate, and malloc must not move the break between our
+ * sbrk calls (the shrink would take its memory). A few tries if it did. */
+static void brk_changes(void)
+{
+	static uint64_t zg, zs, zb __attribute__((aligned(8)));
+	struct odpemu_watch *wg = NULL, *ws = NULL, *wb = NULL;
+	char *b = NULL;
+
+	for (int try = 0; try < 4; try++) {
+		b = sbrk(0);
+		if (b != page_up(b))
+			(void)sbrk(page_up(b) - b);	/* growth: page-align the break */
+		b = sbrk(0);
+		wg = watch(b, 4 * PAGE, &zg);
+		ws = watch(b + 3 * PAGE, PAGE, &zs);
+		wb = watch(b + PAGE, PAGE, &zb);
+		if (sbrk(0) == b)
+			break;
+		odpemu_watch_destroy(wg), odpemu_watch_destroy(ws), odpemu_watch_destroy(wb);
+		wg = ws = wb = NULL;
+	}
+	if (!wg) {
+		T_CHECK(0, "the break kept moving while the watches were made");
+		return;
+	}
+	T_CHECK(sbrk(4 * PAGE) == b, "sbrk(+4 pages): %m");
+	T_EQ(z_of(&zg), 0, "brk growth: Z stays 0");
+	T_CHECK(syscall(SYS_brk, 0) == (long)(b + 4 * PAGE), "brk(0)");
+	T_EQ(z_of(&zg), 0, "brk(0): Z stays 0");
+	b[4 * PAGE - 1] = 1;				/* the top page is there */
+	T_CHECK(sbrk(-2 * (intptr_t)PAGE) == b + 4 * PAGE, "sbrk(-2 pages): %m");
+	T_EQ(z_of(&zs), 1, "brk shrink over a watched page: Z set before it returned");
+	T_EQ(z_of(&zb), 0, "brk shrink beside the range: Z stays 0");
+	T_CHECK(sbrk(-2 * (intptr_t)PAGE) == b + 2 * PAGE && sbrk(0) == b, "sbrk back: %m");
+	odpemu_watch_destroy(wg), odpemu_watch_destroy(ws), odpemu_watch_destroy(wb);
+}
+
+/* glibc's malloc gives the top of its heap back with sbrk(negative) once that exceeds
+ * M_TRIM_THRESHOLD (0 here): a watch on a page of a freed block fires before free
+ * returns. The block's place is learnt first (allocated, freed: trimmed), the watch is
+ * made, then the same size is allocated again from the top and freed. Last of the
+ * checks: the malloc settings stay. */
+static void malloc_trims(void)
+{
+	enum { SIZE = 100 * 1024 };	/* under the mmap threshold (128 KiB): from the heap */
+	static uint64_t z __attribute__((aligned(8)));
+	struct odpemu_watch *w;
+	uintptr_t at;
+	char *p, *q, *in;
+
+	if (SANITIZED) {
+		printf("# malloc trim: skipped, the sanitizer's malloc does not use the heap\n");
+		return;
+	}
+	T_CHECK(mallopt(M_TOP_PAD, 0) && mallopt(M_TRIM_THRESHOLD, 0), "mallopt");
+	malloc_trim(0);
+	if (!(p = malloc(SIZE)))
+		return;
+	at = (uintptr_t)p;
+	free(p);
+	in = page_up((char *)at) + PAGE;
+	w = watch(in, PAGE, &z);
+	if (!(q = malloc(SIZE)))
+		return;
+	T_CHECK(q <= in && q + SIZE >= in + PAGE, "the block again (%#lx then %p)",
+		(unsigned long)at, q);
+	memset(q, 1, SIZE);
+	T_EQ(z_of(&z), 0, "malloc: Z stays 0");
+	free(q);
+	T_CHECK((char *)sbrk(0) <= in, "free trimmed the heap (break %p, page %p)", sbrk(0), in);
+	T_EQ(z_of(&z), 1, "free with trim: Z set before it returned");
+	odpemu_watch_destroy(w);
+}
+
+static void dontneed_locked(void)
+{
+	static uint64_t z[2] __attribute__((aligned(8)));
+	struct odpemu_watch *w0, *w1;
+	char *r = pages(3);
+
+	if (!r)
+		return;
+	w0 = watch(r + PAGE, PAGE, &z[0]);
+	w1 = watch(r + 2 * PAGE, PAGE, &z[1]);
+	T_EQ(madvise(r, 2 * PAGE, MADV_DONTNEED_LOCKED), 0, "madvise DONTNEED_LOCKED");
+	T_EQ(z_of(&z[0]), 1, "madvise(MADV_DONTNEED_LOCKED): Z set");
+	T_EQ(z_of(&z[1]), 0, "beside it: Z stays 0");
+	odpemu_watch_destroy(w0), odpemu_watch_destroy(w1);
+	munmap(r, 3 * PAGE);
+}
+
+/* shmdt detaches every piece of the segment attached there (mprotect splits it in
+ * three); shmat(SHM_REMAP) replaces what was mapped over the segment's size. */
+static void shm_changes(void)
+{
+	static uint64_t z[5] __attribute__((aligned(8)));
+	int id = shmget(IPC_PRIVATE, 4 * PAGE, IPC_CREAT | 0600);
+	int id2 = shmget(IPC_PRIVATE, 2 * PAGE, IPC_CREAT | 0600);
+	struct odpemu_watch *w[5];
+	char *r = pages(6), *q = pages(4), *s;
+
+	T_CHECK(id >= 0 && id2 >= 0, "shmget: %m");
+	if (id < 0 || id2 < 0 || !r || !q)
+		goto out;
+	/* the segment between two pages of ours: r + 1..5 pages */
+	T_EQ(munmap(r + PAGE, 4 * PAGE), 0, "munmap the middle");
+	s = shmat(id, r + PAGE, 0);
+	T_CHECK(s == r + PAGE, "shmat: %m");
+	if (s != r + PAGE)
+		goto out;
+	T_EQ(mprotect(s + PAGE, PAGE, PROT_READ), 0, "mprotect: three pieces");
+	s[3 * PAGE] = 1;
+	w[0] = watch(s + 3 * PAGE, PAGE, &z[0]);
+	w[1] = watch(r, PAGE, &z[1]);
+	w[2] = watch(r + 5 * PAGE, PAGE, &z[2]);
+	T_EQ(shmdt(s), 0, "shmdt");
+	T_EQ(z_of(&z[0]), 1, "shmdt: the last piece's Z set before it returned");
+	T_EQ(z_of(&z[1]) + z_of(&z[2]), 0, "shmdt: the pages beside, Z stays 0");
+	/* SHM_REMAP of a two-page segment over the first two of four pages */
+	w[3] = watch(q + PAGE, PAGE, &z[3]);
+	w[4] = watch(q + 2 * PAGE, PAGE, &z[4]);
+	T_CHECK(shmat(id2, q, SHM_REMAP) == q, "shmat(SHM_REMAP): %m");
+	T_EQ(z_of(&z[3]), 1, "shmat(SHM_REMAP) over it: Z set");
+	T_EQ(z_of(&z[4]), 0, "shmat(SHM_REMAP) beside: Z stays 0");
+	T_EQ(shmdt(q), 0, "shmdt");
+	for (int i = 0; i < 5; i++)
+		odpemu_watch_destroy(w[i]);
+out:
+	if (id >= 0)
+		shmctl(id, IPC_RMID, NULL);
+	if (id2 >= 0)
+		shmctl(id2, IPC_RMID, NULL);
+	if (r)
+		munmap(r, 6 * PAGE);
+	if (q)
+		munmap(q, 4 * PAGE);
+}
+
+/* The filter holds only what it must: calls that change no mapping are not even held
+ * (the daemon's watch_changes counts the held ones). */
+static void not_held(void)
+{
+	static uint64_t z __attribute__((aligned(8)));
+	unsigned long long before, after;
+	int id = shmget(IPC_PRIVATE, PAGE, IPC_CREAT | 0600);
+	char *r = pages(2), *m, *s;
+	struct odpemu_watch *w;
+
+	if (!r || id < 0)
+		goto out;
+	w = watch(r, 2 * PAGE, &z);	/* the process watches: the filter is there */
+	before = h_counter(ctx, ODPEMU_COUNTERS_DEVICE, 0, "watch_changes");
+	mprotect(r, PAGE, PROT_READ);
+	madvise(r, 2 * PAGE, MADV_WILLNEED);
+	madvise(r, 2 * PAGE, MADV_NORMAL);
+	m = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s = shmat(id, NULL, 0);
+	(void)syscall(SYS_brk, 0);
+	(void)getpid();
+	after = h_counter(ctx, ODPEMU_COUNTERS_DEVICE, 0, "watch_changes");
+	T_EQ(after - before, 0, "calls held among those that change no mapping");
+	T_EQ(z_of(&z), 0, "and Z stays 0");
+	if (m != MAP_FAILED)
+		munmap(m, PAGE);
+	if (s != (void *)-1)
+		shmdt(s);
+	odpemu_watch_destroy(w);
+out:
+	if (id >= 0)
+		shmctl(id, IPC_RMID, NULL);
+	if (r)
+		munmap(r, 2 * PAGE);
 }
 
 static void *churn(void *arg)
@@ -224,9 +425,14 @@ static void checks(struct h_env *e)
 	bad_args();
 	each_change();
 	fork_child_change();
+	brk_changes();
+	dontneed_locked();
+	shm_changes();
+	not_held();
 	threads();
 	many();
 	flood();
+	malloc_trims();
 	odpemu_close_device(ctx);
 }
 
