@@ -359,7 +359,10 @@ static bool notify(struct emu_session *s, const struct seccomp_notif *n)
 	unsigned k = changed(n, r);
 
 	s->d->ctr.watch_changes++;
-	if (!ours(s, (pid_t)n->pid))
+	/* the caller still waits (so n->pid, read in /proc by changed(), was still it): the
+	 * seccomp man page's rule before acting on what a notification names */
+	if (!ours(s, (pid_t)n->pid) ||
+	    ioctl(s->supervise, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id))
 		return false;
 	for (unsigned i = 0; i < k; i++) {
 		fire(s, r[i]);
