@@ -31,6 +31,7 @@
 #include "daemon.h"
 #include "devnode.h"
 #include "lease.h"
+#include "orphan.h"
 #include "log.h"
 #include "mtu.h"
 #include "ports.h"
@@ -466,9 +467,11 @@ void emu_daemon_stop(struct emu_daemon *d)
 		emu_session_event(s, ODPEMU_EVENT_DEVICE_FATAL, 1);
 	while (d->sessions)
 		emu_session_close(d->sessions);
+	emu_orphan_close_all(d);
 	/* Closed sessions are freed by their polls' final completions: collect them, for up
 	 * to two seconds (a loaded machine under a sanitizer can take well over 100 ms). */
-	for (int i = 0; i < 200 && d->closing_sessions && d->loop_ready; i++)
+	for (int i = 0; i < 200 && (d->closing_sessions || d->closing_orphans) &&
+			d->loop_ready; i++)
 		emu_loop_run_once(&d->loop, emu_now_ns() + 10000000);
 	if (d->closing_sessions)
 		emu_log(EMU_LOG_WARN, "%u closed sessions still wait for their polls at exit",

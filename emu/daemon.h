@@ -35,6 +35,8 @@
 
 struct emu_session;
 
+struct emu_orphan;
+
 struct emu_daemon {
 	struct emu_options opt;
 	struct emu_loop loop;
@@ -52,6 +54,8 @@ struct emu_daemon {
 	struct ipc_status_page *status;
 	char sock_path[256];
 	struct emu_session *sessions;
+	struct emu_orphan *orphans;	/* listeners of closed sessions (orphan.h) */
+	unsigned closing_orphans;	/* closed, waiting for their polls to end */
 	uint32_t next_client;
 	unsigned nsessions;
 	unsigned closing_sessions;	/* closed, waiting for their polls to end */

@@ -19,6 +19,7 @@
 #include "notifier.h"
 #include "session.h"
 #include "lease.h"
+#include "orphan.h"
 #include "watch.h"
 #include "verbs.h"
 
@@ -315,8 +316,8 @@ void emu_session_close(struct emu_session *s)
 		close(s->uffd);
 	if (s->uffd_relay >= 0)
 		close(s->uffd_relay);
-	if (s->supervise >= 0)
-		close(s->supervise);	/* the process's held calls now fail (docs/regcache.md) */
+	if (s->supervise >= 0)		/* its process may live on: someone must answer */
+		emu_orphan_adopt(s->d, s->supervise, s->pid);
 	if (s->event_wr >= 0)
 		close(s->event_wr);
 	free(s->objs);

@@ -174,7 +174,8 @@ struct lib_mr {
 /* watch.c: the process's seccomp filter, its listener with context's daemon (the first
  * watch or lease): 0, -EXDEV (another daemon has it), -ENODEV, -errno. */
 int lib_supervise(struct odpemu_context *context);
-/* context is closing: if its daemon holds the listener, the library answers from now on. */
+/* context is closing: if its daemon holds the listener, later watches are ENODEV (the
+ * daemon keeps answering the process's held calls until it exits: emu/orphan.h). */
 void lib_watch_closing(struct odpemu_context *context);
 
 struct lib_cq {

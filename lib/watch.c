@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -32,13 +31,14 @@ static pthread_mutex_t supervise_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct odpemu_context *supervisor;	/* whose daemon holds our listener */
 static pid_t supervised_pid;			/* a fork child installs its own */
 
-/* If the daemon dies, or the context whose session holds the listener is closed, nobody
- * answers the held calls: the process would hang in munmap (the library's copy keeps the
- * listener alive). So the library keeps a copy of the listener and a thread that sleeps on
- * the daemon's pidfd and on `takeover` (written when that context closes); from then on it
- * lets every held call run, forever. It never makes a held call itself: its buffers are
- * static, it allocates nothing. */
-static int listener_copy = -1, daemon_pidfd = -1, takeover = -1;
+/* If the daemon dies, nobody answers the held calls: the process would hang in munmap
+ * (the library's copy keeps the listener alive). So the library keeps a copy of the
+ * listener and a thread that sleeps on the daemon's pidfd; from then on it lets every
+ * held call run, forever. It never makes a held call itself: its buffers are static, it
+ * allocates nothing. (When the context whose daemon holds the listener closes, that
+ * daemon keeps answering until the process exits, emu/orphan.h: a thread of ours could
+ * be stopped, by LeakSanitizer at exit say, while another task of the process unmaps.) */
+static int listener_copy = -1, daemon_pidfd = -1;
 /* The ids of the calls the daemon holds for a lease (ipc_supervise_req; it writes them):
  * a dead daemon's held calls are let go from here, the new ones by the loop below. */
 static uint64_t held_ids[IPC_HELD_SLOTS] __attribute__((aligned(8)));
@@ -69,13 +69,11 @@ static void *answer_when_orphaned(void *arg)
 		struct seccomp_notif_resp r;
 		uint8_t room[512];
 	} out;
-	struct pollfd pf[2] = { { .fd = takeover, .events = POLLIN },
-				{ .fd = daemon_pidfd, .events = POLLIN } };
+	struct pollfd pf = { .fd = daemon_pidfd, .events = POLLIN };
 
 	(void)arg;
 	warm_up();
-	/* a pidfd < 0 (a daemon in another PID namespace) is ignored by poll */
-	while (poll(pf, 2, -1) < 0 && errno == EINTR)
+	while (daemon_pidfd >= 0 && poll(&pf, 1, -1) < 0 && errno == EINTR)
 		;
 	for (unsigned i = 0; i < IPC_HELD_SLOTS; i++) {
 		uint64_t id = __atomic_load_n(&held_ids[i], __ATOMIC_ACQUIRE);
@@ -100,20 +98,17 @@ static void *answer_when_orphaned(void *arg)
 }
 
 /* The fallback above, for the daemon of c; c NULL: no daemon took the listener, answer
- * from now on. Without a pidfd of c's daemon (another PID namespace) it takes over only
- * when c closes (docs/regcache.md). */
+ * from now on. Without a pidfd of c's daemon (another PID namespace) there is none: the
+ * thread would race the daemon for the calls (docs/regcache.md). */
 static void keep_fallback(struct lib_context *c, int listener)
 {
-	static const uint64_t one = 1;
 	pthread_attr_t attr;
 	pthread_t t;
 
-	if ((takeover = eventfd(0, EFD_CLOEXEC)) < 0)
-		return;		/* the listener stays open: its calls wait for the daemon */
-	if (c)
-		daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0);
-	else
-		(void)!write(takeover, &one, sizeof(one));
+	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
+		close(listener);
+		return;
+	}
 	listener_copy = listener;
 	if (sem_init(&fallback_ready, 0, 0) || pthread_attr_init(&attr))
 		return;
@@ -194,14 +189,9 @@ static int install_filter(void)
 
 void lib_watch_closing(struct odpemu_context *context)
 {
-	static const uint64_t one = 1;
-
 	pthread_mutex_lock(&supervise_lock);
-	if (supervised_pid == getpid() && supervisor == context) {
-		supervisor = NULL;	/* later watches: ENODEV */
-		if (takeover >= 0)
-			(void)!write(takeover, &one, sizeof(one));
-	}
+	if (supervised_pid == getpid() && supervisor == context)
+		supervisor = NULL;	/* its session goes: later watches ENODEV */
 	pthread_mutex_unlock(&supervise_lock);
 }
 

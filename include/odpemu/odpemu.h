@@ -486,9 +486,9 @@ int odpemu_get_inject(struct odpemu_context *context, const char *key, char *val
  * round trip (and the daemon's read of the heap's end). The first watch of a
  * process installs a seccomp filter on all its threads (it sets no_new_privs) and hands
  * its listener to this context's daemon; from then on every such call of the process,
- * watched or not, waits for that daemon's answer (tens of µs); if the daemon dies or
- * that context is closed, a thread of the library lets them run (no longer watched; later
- * watches and leases: ENODEV). Every watch of the process must use the same context's
+ * watched or not, waits for that daemon's answer (tens of µs); once that context is
+ * closed the daemon lets them run until the process exits, and if the daemon dies a
+ * thread of the library does (no longer watched; later watches and leases: ENODEV). Every watch of the process must use the same context's
  * daemon (EXDEV otherwise); 32,768 per process at most (ENOSPC). A fork child of a
  * process that watches cannot watch (EBUSY: the kernel allows one listener per filter
  * chain); its own calls run unwatched. *z must be 8-byte aligned; the caller clears it. */
