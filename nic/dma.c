@@ -8,14 +8,6 @@
  */
 #include "nic_int.h"
 
-static void wake(void *cookie, int status)
-{
-	struct nic_qp *qp = cookie;
-
-	(void)status;	/* kept in the waiter; the engine reads it (nic_fault_poll) */
-	nic_qp_schedule(qp);
-}
-
 /* A DMA that starts through a FAILED slot inherits the failure, once: the retried access
  * gets the host's answer instead of faulting again. */
 static void take_failure(struct nic_dma_ctx *c)
@@ -37,7 +29,7 @@ static enum nic_dma_result raise_fault(struct nic_dma_ctx *c, struct nic_mr *mr,
 	if (c->failed)
 		return NIC_DMA_HOST;
 	if (w) {
-		w->fn = wake;
+		w->fn = nic_fault_wake;
 		w->cookie = c->qp;
 		atomic_store(&w->status, IOPT_WAIT_PENDING);
 	}

@@ -22,10 +22,8 @@ enum nic_dma_result nic_lease_blocked(struct nic_dma_ctx *c, struct nic_mr *mr)
 	if (mr->lease == NIC_LEASE_REVOKED)
 		return NIC_DMA_ACCESS;
 	if (slot && slot->state == NIC_SLOT_IDLE) {
-		atomic_store(&slot->waiter.status, IOPT_WAIT_PENDING);
-		slot->dom = NULL;
+		nic_fault_park(slot, c->qp);
 		slot->lease_mr = mr;
-		slot->state = NIC_SLOT_WAITING;
 	}
 	/* A slot already waiting (or none: a UD receive) waits on its own business; the
 	 * wake-up below schedules the QP anyway, and the retry parks it here. */

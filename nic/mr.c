@@ -131,6 +131,21 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	return 0;
 }
 
+int nic_mr_host_of(const struct nic_mr *mr, uint64_t va, uint64_t *host)
+{
+	struct iopt_xlate x;
+	struct iopt_dma dma;
+	int rc;
+
+	iopt_dma_begin(mr->iopt, &dma);
+	rc = iopt_translate(mr->iopt, va, 1, IOPT_READ, &x);
+	iopt_dma_end(&dma);
+	if (rc || !x.n)
+		return rc ? rc : -EFAULT;
+	*host = x.ext[0].host;
+	return 0;
+}
+
 struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key)
 {
 	struct nic_mr *mr = nic->mr_slot[(key >> 8) % NIC_MR_SLOTS];

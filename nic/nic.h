@@ -98,6 +98,18 @@ struct nic_ports {
 	 * gathered from host memory straight into it, so a packet leaves with two copies per
 	 * byte: host memory -> slot, slot -> kernel. */
 	uint8_t *(*tx_slot)(void *ctx);
+	/* Optional: a persistent FLUSH (IBA 1.5 Memory Placement Extensions, placement type
+	 * persistence) of [addr, addr+len) of client: a client virtual address for an ODP MR
+	 * (odp), else a pinned MR's host address. 0: durable now (or nothing behind it the
+	 * host can make durable: its docs say what the FLUSH then guarantees); 1: started,
+	 * w is answered later on the nic's thread (status stored, then w->fn called) unless
+	 * persist_cancel(w) comes first; -errno: it failed (the FLUSH fails with a remote
+	 * operational error). NULL: a persistent FLUSH is answered as a global one; so is a
+	 * whole-MR FLUSH of an implicit ODP MR (the whole address space). */
+	int (*persist)(void *ctx, uint32_t client, bool odp, uint64_t addr, uint64_t len,
+		       struct iopt_waiter *w);
+	/* Required with persist: w must not be answered any more (its QP goes away). */
+	void (*persist_cancel)(void *ctx, struct iopt_waiter *w);
 	/* Optional: the host's management agent (the connection manager), given each MAD
 	 * that arrives on QP1 (valid during the call). NULL: QP1 packets drop as NO_QP. */
 	void (*gsi_rx)(void *ctx, const struct nic_gsi_dgram *d);
@@ -352,7 +364,8 @@ const char *nic_drop_reason_str(enum nic_drop_reason r);
 	X(retransmits) X(timeouts) X(seq_naks_sent) X(seq_naks_received) \
 	X(rnr_naks_sent) X(rnr_naks_received) X(dup_requests) \
 	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
-	X(faults_ahead)		/* RNR policy: targets of dropped requests faulted in early */
+	X(faults_ahead)		/* RNR policy: targets of dropped requests faulted in early */ \
+	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */
 struct nic_qp_counters {
 #define NIC_QP_CTR_FIELD_(name) uint64_t name;
 	NIC_QP_COUNTERS(NIC_QP_CTR_FIELD_)

@@ -163,11 +163,17 @@ enum nic_fault_state {
 	NIC_SLOT_FAILED,	/* answered with an error: the next DMA through the slot fails */
 };
 
+/* What a persistent FLUSH asked the host, by PSN (resp.c flush_persist). */
+enum nic_persist { NIC_PERSIST_NONE, NIC_PERSIST_WAITING, NIC_PERSIST_DONE,
+	NIC_PERSIST_FAILED };
+
 struct nic_fault {
 	enum nic_fault_state state;
 	struct iopt_waiter waiter;
 	struct iopt *dom;	/* where waiter is registered (WAITING), or NULL: */
-	struct nic_mr *lease_mr;	/* WAITING on this MR's broken lease (lease.c) */
+	struct nic_mr *lease_mr;	/* WAITING on this MR's broken lease (lease.c), or */
+	enum nic_persist persist;	/* WAITING on the host's persist port */
+	uint32_t persist_psn;		/* the FLUSH it is for */
 };
 
 /* The responder's message in progress (IBA 9.8.3.2: MIDDLE and LAST continue it; FIRST,
@@ -348,6 +354,9 @@ uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge);
 
 /* mr.c */
 int nic_mr_pin(struct nic_mr *mr, uint64_t host);
+/* The host address of va in a pinned MR (its pages are host-contiguous: nic.h); -EFAULT
+ * when not translated (a broken lease). */
+int nic_mr_host_of(const struct nic_mr *mr, uint64_t va, uint64_t *host);
 /* lease.c: a DMA through mr found its lease broken (NIC_DMA_FAULT: the slot waits for the
  * restore) or revoked (NIC_DMA_ACCESS); wake every slot waiting on mr's lease. */
 enum nic_dma_result nic_lease_blocked(struct nic_dma_ctx *c, struct nic_mr *mr);
@@ -355,7 +364,12 @@ void nic_lease_wake(struct nic_mr *mr);
 
 /* fault.c */
 enum nic_fault_state nic_fault_poll(struct nic_fault *f);
-void nic_fault_cancel(struct nic_fault *f);
+void nic_fault_cancel(struct nic_fault *f, const struct nic_ports *ports);
+/* An IDLE slot waits on something other than a page request (a lease, the persist port):
+ * WAITING with no domain; its waiter wakes qp when answered. */
+void nic_fault_park(struct nic_fault *f, struct nic_qp *qp);
+/* A slot's waiter function: the QP (cookie) runs again and polls its slot. */
+void nic_fault_wake(void *cookie, int status);
 
 /* wire.c */
 /* Send one packet: headers of h, a copy of payload (len bytes), ICRC. */

@@ -111,9 +111,9 @@ int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp
  * the old traffic. */
 static void cancel_waiters(struct nic_qp *qp)
 {
-	nic_fault_cancel(&qp->req.fault);
-	nic_fault_cancel(&qp->comp.fault);
-	nic_fault_cancel(&qp->resp.fault);
+	nic_fault_cancel(&qp->req.fault, &qp->nic->cfg.ports);
+	nic_fault_cancel(&qp->comp.fault, &qp->nic->cfg.ports);
+	nic_fault_cancel(&qp->resp.fault, &qp->nic->cfg.ports);
 }
 
 int nic_qp_destroy(struct nic_qp *qp)

@@ -427,6 +427,48 @@ static unsigned flush_access(uint8_t plt)
 	       ((plt & ROCE_FLUSH_PERSISTENT) ? ODPEMU_ACCESS_FLUSH_PERSISTENT : 0);
 }
 
+/* The persistence half of a FLUSH (IBA 1.5 Memory Placement Extensions): the host makes
+ * the range durable through its persist port, which may take milliseconds (an fdatasync):
+ * the request then waits as behind a page fault (an RNR NAK under the rnr policy, the
+ * packets held under stall) and its answer is read by PSN when the FLUSH comes again or
+ * resumes. V_DONE: durable, acknowledge. */
+static enum verdict flush_persist(struct nic_qp *qp, const struct roce_pkt *pkt,
+				  const struct nic_mr *mr, bool whole)
+{
+	const struct nic_ports *p = &qp->nic->cfg.ports;
+	struct nic_fault *f = &qp->resp.fault;
+	uint32_t psn = pkt->h.bth.psn;
+	uint64_t va = whole ? mr->va : pkt->h.reth.va;
+	uint64_t len = whole ? mr->len : pkt->h.reth.len;
+	uint64_t addr = va;
+	int rc;
+
+	if (!p->persist || !len || (whole && mr->implicit))
+		return V_DONE;	/* no port, or the whole address space: see nic.h */
+	if (f->persist_psn == psn &&
+	    (f->persist == NIC_PERSIST_DONE || f->persist == NIC_PERSIST_FAILED)) {
+		bool ok = f->persist == NIC_PERSIST_DONE;
+
+		f->persist = NIC_PERSIST_NONE;
+		return ok ? V_DONE : fail(qp, pkt, psn, NIC_RERR_PERSIST);
+	}
+	if (!mr->odp && nic_mr_host_of(mr, va, &addr))
+		return fail(qp, pkt, psn, NIC_RERR_HOST_FAULT);
+	if (f->state != NIC_SLOT_IDLE)
+		return faulted(qp);	/* the slot is busy: come again */
+	nic_fault_park(f, qp);
+	f->persist = NIC_PERSIST_WAITING;
+	f->persist_psn = psn;
+	rc = p->persist(p->ctx, qp->pd->client, mr->odp, addr, len, &f->waiter);
+	if (rc == 1) {
+		qp->ctr.persist_waits++;
+		return faulted(qp);
+	}
+	f->persist = NIC_PERSIST_NONE;
+	f->state = NIC_SLOT_IDLE;
+	return rc == 0 ? V_DONE : fail(qp, pkt, psn, NIC_RERR_PERSIST);
+}
+
 static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	unsigned need = flush_access(pkt->h.feth.plt);
@@ -446,6 +488,12 @@ static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return faulted(qp);
 	if (res != NIC_DMA_OK)
 		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_HOST_FAULT);
+	if (pkt->h.feth.plt & ROCE_FLUSH_PERSISTENT) {
+		enum verdict v = flush_persist(qp, pkt, mr, whole);
+
+		if (v != V_DONE)
+			return v;
+	}
 	qp->resp.msn = (qp->resp.msn + 1) & ROCE_PSN_MASK;
 	ack(qp, pkt->h.bth.psn);
 	return V_DONE;

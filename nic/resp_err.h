@@ -39,6 +39,8 @@
 	  "10.2.4: the QP's remote access flags forbid the operation class") \
 	X(HOST_FAULT,	REMOTE_ACCESS,	NONE,		NONE,		QP_ACCESS_ERR,	'C', \
 	  "ODP: the host could not supply a page of the R_Key target (the fault failed)") \
+	X(PERSIST,	REMOTE_OP,	NONE,		NONE,		QP_FATAL,	'A', \
+	  "a persistent FLUSH whose range the host could not make durable (fdatasync failed)") \
 	X(RECV_LOCAL,	REMOTE_OP,	LOC_PROT_ERR,	LOCAL_FAULT,	QP_FATAL,	'A', \
 	  "the receive WQE's buffers cannot be written: L_Key, or a failed fault (rxe ERR_MALFORMED_WQE)")
 

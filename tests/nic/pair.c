@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The two-NIC bench of pair.h. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,48 @@ static void port_gsi_rx(void *ctx, const struct nic_gsi_dgram *d)
 	memcpy(m->mad, d->mad, NIC_GSI_MAD_LEN);
 }
 
+static int port_persist(void *ctx, uint32_t client, bool odp, uint64_t addr, uint64_t len,
+			struct iopt_waiter *w)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+
+	(void)client;
+	s->persist_calls++;
+	s->persist_addr = addr;
+	s->persist_len = len;
+	s->persist_odp = odp;
+	if (c->p->persist_rc == 1)
+		s->persist_w = w;
+	return c->p->persist_rc;
+}
+
+unsigned pair_persist_cancels;
+
+static void port_persist_cancel(void *ctx, struct iopt_waiter *w)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+
+	if (s->persist_w == w) {
+		s->persist_w = NULL;
+		s->persist_cancels++;
+		pair_persist_cancels++;
+	}
+}
+
+void pair_persist_answer(struct pair *p, int i, int status)
+{
+	struct iopt_waiter *w = p->s[i].persist_w;
+
+	T_CHECK(w != NULL, "side %d: a persist request to answer", i);
+	if (!w)
+		return;
+	p->s[i].persist_w = NULL;
+	atomic_store(&w->status, status);
+	w->fn(w->cookie, status);
+}
+
 static struct nic_ports ports_for(struct pair *p, int side)
 {
 	struct port_ctx *c = &ctxs[nctx++ % 64][side];
@@ -112,7 +155,8 @@ static struct nic_ports ports_for(struct pair *p, int side)
 	c->p = p;
 	c->side = side;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
-		port_cq_notify, .tx_slot = port_tx_slot, .gsi_rx = port_gsi_rx };
+		port_cq_notify, .tx_slot = port_tx_slot, .gsi_rx = port_gsi_rx,
+		.persist = port_persist, .persist_cancel = port_persist_cancel };
 }
 
 static void connect_rc(struct pair *p, const struct pair_qp_opts *o)

@@ -49,6 +49,11 @@ struct pair_side {
 	unsigned nfaults;
 	struct pair_mad gsi[PAIR_GSI_KEPT];	/* QP1's MADs, ngsi % PAIR_GSI_KEPT the next */
 	unsigned ngsi;
+	/* the persist port (persistent FLUSH): what it was asked, the waiter it holds */
+	unsigned persist_calls, persist_cancels;
+	uint64_t persist_addr, persist_len;
+	bool persist_odp;
+	struct iopt_waiter *persist_w;
 };
 
 struct pair {
@@ -74,7 +79,13 @@ struct pair {
 	uint64_t fault_latency_ns;
 	uint64_t settle_ns;	/* how long pair_settle runs (0: PAIR_SETTLE_NS) */
 	uint64_t faults_answered;
+	/* the persist port's answer: 0 durable now, 1 later (pair_persist_answer), -errno */
+	int persist_rc;
 };
+/* persist_cancel calls of every pair so far (a pair_free cancels too). */
+extern unsigned pair_persist_cancels;
+/* Answer side i's pending persist request with status (0 or -errno), as a host would. */
+void pair_persist_answer(struct pair *p, int i, int status);
 
 struct pair_qp_opts {
 	enum nic_fault_policy policy;

@@ -183,6 +183,102 @@ static void test_flush(void)
 	pair_free(p);
 }
 
+/* The rnr policy: RNR NAKs while the host works, the port asked once, its answer read by
+ * PSN when the FLUSH comes again; a later failure; a QP destroyed while it waits cancels
+ * the request. */
+static void flush_persist_rnr(void)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_RNR, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = ODPEMU_ACCESS_REMOTE_WRITE |
+		ODPEMU_ACCESS_FLUSH_PERSISTENT };
+	struct pair *p = pair_new(&o);
+	struct nic_qp_counters ctr;
+	struct pair_bufs x;
+	struct nic_send_wr wr;
+	struct nic_wc wc;
+	unsigned cancels;
+
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_FLUSH_PERSISTENT, &rng);
+	wr = (struct nic_send_wr){ .wr_id = 2, .opcode = ODPEMU_WR_FLUSH,
+		.send_flags = ODPEMU_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		.rkey = nic_mr_rkey(x.mb), .flush_type = 2, .flush_level = 1 };
+	p->persist_rc = 1;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 10 * 1000 * 1000);
+	T_EQ(nic_cq_poll(p->s[0].scq, &wc, 1), 0, "rnr: no completion before the answer");
+	T_CHECK(nic_qp_counters(p->s[0].qp, &ctr) == 0 && ctr.rnr_naks_received > 0,
+		"rnr: RNR NAKs meanwhile");
+	T_EQ(p->s[1].persist_calls, 1, "rnr: asked once, not at every retry");
+	T_EQ(p->s[1].persist_len, BUF, "rnr: a whole-MR FLUSH persists the MR");
+	pair_persist_answer(p, 1, 0);
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "rnr: durable later");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "rnr: durable later");
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 10 * 1000 * 1000);
+	pair_persist_answer(p, 1, -EIO);
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "rnr: failed later");
+	T_EQ(wc.status, ODPEMU_WC_REM_OP_ERR, "rnr: failed later: REM_OP_ERR");
+	pair_bufs_free(&x);
+	pair_free(p);
+
+	p = pair_new(&o);	/* the QP goes while the host works: the request is cancelled */
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_FLUSH_PERSISTENT, &rng);
+	wr.rkey = nic_mr_rkey(x.mb);
+	wr.remote_addr = (uint64_t)(uintptr_t)x.b;
+	p->persist_rc = 1;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 1000 * 1000);
+	T_CHECK(p->s[1].persist_w != NULL, "a request outstanding");
+	cancels = pair_persist_cancels;
+	pair_bufs_free(&x);
+	pair_free(p);
+	T_EQ(pair_persist_cancels - cancels, 1, "cancelled with its QP");
+}
+
+/* A persistent FLUSH waits for the host's persist port: answered at once (0), later
+ * (1: held meanwhile, the port asked once; under rnr, RNR NAKs and the answer read by
+ * PSN when the FLUSH comes again), or failed (REM_OP_ERR, now or later). */
+static void test_flush_persist(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct pair_bufs x;
+	struct nic_send_wr wr;
+	struct nic_wc wc;
+
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_FLUSH_PERSISTENT, &rng);
+	wr = (struct nic_send_wr){ .wr_id = 1, .opcode = ODPEMU_WR_FLUSH,
+		.send_flags = ODPEMU_SEND_SIGNALED, .remote_addr = (uint64_t)(uintptr_t)x.b + 4096,
+		.rkey = nic_mr_rkey(x.mb), .flush_type = 2, .flush_level = 0, .flush_len = 8192 };
+	p->persist_rc = 0;
+	wc = pair_send_wc(p, 0, &wr, "flush persistent, durable at once");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "durable at once");
+	T_EQ(p->s[1].persist_calls, 1, "the port asked once");
+	T_EQ(p->s[1].persist_len, 8192, "for the FLUSH's length");
+	T_CHECK(!p->s[1].persist_odp, "a pinned MR: a host address");
+
+	/* later: held (stall policy) for 10 ms, within the requester's ACK timeout (67 ms) */
+	p->persist_rc = 1;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 10 * 1000 * 1000);
+	T_EQ(nic_cq_poll(p->s[0].scq, &wc, 1), 0, "no completion before the host answers");
+	T_EQ(p->s[1].persist_calls, 2, "asked once");
+	pair_persist_answer(p, 1, 0);
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "flush persistent, durable later");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "durable later");
+	T_EQ(p->s[1].persist_calls, 2, "the answer read by PSN, not asked again");
+
+	p->persist_rc = -EIO;	/* the host cannot make it durable: a remote operational error */
+	wc = pair_send_wc(p, 0, &wr, "flush persistent, failing");
+	T_EQ(wc.status, ODPEMU_WC_REM_OP_ERR, "persist failed: REM_OP_ERR");
+	pair_bufs_free(&x);
+	pair_free(p);
+	flush_persist_rnr();
+}
+
 /* A bad R_Key: REM_ACCESS_ERR, the QP goes to ERR, the WR behind it is flushed. */
 static void test_bad_rkey_flush(void)
 {
@@ -843,6 +939,7 @@ static const struct rc_case {
 	{ "atomics", test_atomics },
 	{ "flush", test_flush },
 	{ "bad-rkey-flush", test_bad_rkey_flush },
+	{ "flush-persist", test_flush_persist },
 	{ "recv-too-small", test_recv_too_small },
 	{ "rnr", test_rnr },
 	{ "loss-retransmit", test_loss_retransmit },
