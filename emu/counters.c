@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "nic.h"
+#include "persist.h"
 #include "session.h"
 #include "udp.h"
 
@@ -184,6 +185,19 @@ static void add_qp(struct nic_qp_counters *sum, const struct nic_qp_counters *q)
 	sum->stalls += q->stalls;
 }
 
+static void put_persist(struct ctr_list *l, const struct emu_daemon *d)
+{
+	struct emu_persist_stats st = { 0 };
+
+	if (d->persist)
+		emu_persist_stats(d->persist, &st);
+	put(l, "flush_persist_syncs", st.syncs);
+	put(l, "flush_persist_volatile", st.volatile_ranges);
+	put(l, "flush_persist_errors", st.errors);
+	put(l, "flush_persist_ns", st.ns);
+	put(l, "flush_persist_max_ns", st.max_ns);
+}
+
 void emu_counters_retire(struct emu_obj *o)
 {
 	struct emu_daemon *d = o->s->d;
@@ -256,6 +270,7 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "lease_acks", d->ctr.lease_acks);
 	put(l, "lease_revocations", d->ctr.lease_revocations);
 	put(l, "lease_restores", d->ctr.lease_restores);
+	put_persist(l, d);
 	put(l, "loop_sleeps", d->ctr.loop_sleeps);
 	put(l, "mem_read_errors", d->ctr.mem_read_errors);
 	put(l, "mem_write_errors", d->ctr.mem_write_errors);

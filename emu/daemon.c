@@ -32,6 +32,7 @@
 #include "devnode.h"
 #include "lease.h"
 #include "orphan.h"
+#include "persist.h"
 #include "log.h"
 #include "mtu.h"
 #include "ports.h"
@@ -292,6 +293,15 @@ static int init_loop(struct emu_daemon *d)
 	return rc;
 }
 
+static int start_persist(struct emu_daemon *d)
+{
+	int rc = emu_persist_start(d, &d->persist);
+
+	if (rc)
+		emu_log(EMU_LOG_ERR, "cannot start the persist thread: %s", strerror(-rc));
+	return rc;
+}
+
 static int start_fault_thread(struct emu_daemon *d)
 {
 	int rc = emu_fault_start(&d->inject, &d->fault);
@@ -324,7 +334,7 @@ static int follow_netdev(struct emu_daemon *d)
  * rather than that the address is taken. */
 static int (*const start_stages[])(struct emu_daemon *) = {
 	resolve_netdev, init_loop, create_status_page, block_signals, create_nic,
-	emu_ctl_listen, open_udp, start_fault_thread, follow_netdev,
+	emu_ctl_listen, open_udp, start_fault_thread, start_persist, follow_netdev,
 };
 
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
@@ -476,6 +486,8 @@ void emu_daemon_stop(struct emu_daemon *d)
 	if (d->closing_sessions)
 		emu_log(EMU_LOG_WARN, "%u closed sessions still wait for their polls at exit",
 			d->closing_sessions);
+	emu_persist_stop(d->persist);	/* after the QPs: none waits on it any more */
+	d->persist = NULL;
 	if (d->fault) {
 		emu_fault_stop(d->fault);
 		emu_answers_drain_all(d);

@@ -36,6 +36,7 @@
 struct emu_session;
 
 struct emu_orphan;
+struct emu_persist;
 
 struct emu_daemon {
 	struct emu_options opt;
@@ -55,6 +56,7 @@ struct emu_daemon {
 	char sock_path[256];
 	struct emu_session *sessions;
 	struct emu_orphan *orphans;	/* listeners of closed sessions (orphan.h) */
+	struct emu_persist *persist;	/* persistent FLUSHes (persist.h) */
 	unsigned closing_orphans;	/* closed, waiting for their polls to end */
 	uint32_t next_client;
 	unsigned nsessions;

@@ -26,6 +26,7 @@
 #include "fault.h"
 #include "log.h"
 #include "nic.h"
+#include "persist.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
@@ -191,10 +192,36 @@ static void port_gsi_rx(void *ctx, const struct nic_gsi_dgram *dg)
 	emu_cm_rx(&d->cm, dg, emu_now_ns());
 }
 
+/* A persistent FLUSH: an ODP MR's range is the client's memory, a pinned MR's the
+ * daemon's own mapping of the client's pages (the same file, for shared memory). */
+static int port_persist(void *ctx, uint32_t client, bool odp, uint64_t addr, uint64_t len,
+			struct iopt_waiter *w)
+{
+	struct emu_daemon *d = ctx;
+	struct emu_session *s;
+
+	if (!d->persist)
+		return 0;	/* not started yet: no FLUSH can come before the loop runs */
+	if (!odp)
+		return emu_persist_request(d->persist, getpid(), PIN_ADDR(addr), len, w);
+	if (!(s = session_of(d, client)))
+		return -ENODEV;
+	return emu_persist_request(d->persist, s->pid, addr, len, w);
+}
+
+static void port_persist_cancel(void *ctx, struct iopt_waiter *w)
+{
+	struct emu_daemon *d = ctx;
+
+	if (d->persist)
+		emu_persist_cancel(d->persist, w);
+}
+
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 {
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
 		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot,
-		.gsi_rx = port_gsi_rx };
+		.gsi_rx = port_gsi_rx, .persist = port_persist,
+		.persist_cancel = port_persist_cancel };
 }

@@ -46,6 +46,8 @@ static void test_list_devinfo(void)
 	expect((const char *const[]){ "devinfo", "-d", env.host[1].name, NULL }, 0,
 	       "PORT_ACTIVE");
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0,
+	       "file-backed shared memory: fdatasync'ed before the acknowledgement");
+	expect((const char *const[]){ "devinfo", "-v", NULL }, 0,
 	       "ODP_SUPPORT ODP_SUPPORT_IMPLICIT");
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0, "rc_odp_caps:");
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0, "max_inline_data:");

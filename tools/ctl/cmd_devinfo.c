@@ -107,6 +107,13 @@ static int one(struct odpemu_context *ctx, bool verbose)
 	if (verbose) {
 		print_limits(&a);
 		print_odp(&a.odp_caps);
+		/* what a FLUSH means here (docs/emu.md "Persistent FLUSH"): the daemon's
+		 * answer, in words, since no attribute carries it */
+		printf("\t%-26s %s\n", "flush_global:", "visible when acknowledged (DMA is a "
+		       "synchronous copy)");
+		printf("\t%-26s %s\n", "flush_persistent:", "file-backed shared memory: "
+		       "fdatasync'ed before the acknowledgement; anonymous or private memory: "
+		       "visible only (nothing durable behind it)");
 	} else {
 		printf("\t%-26s %s\n", "odp:", !(a.odp_caps.general_caps & ODPEMU_ODP_SUPPORT) ?
 		       "not supported" : a.odp_caps.general_caps & ODPEMU_ODP_SUPPORT_IMPLICIT ?
