@@ -13,6 +13,9 @@
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1	/* Linux 5.11 */
 #endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1ull << 15)	/* Linux 6.7 (Debian 12's headers are 6.1) */
+#endif
 
 /* vm.unprivileged_userfaultfd = 0 still lets anyone open a user-mode-only fd, which is
  * all the non-cooperative events need; older kernels do not know the flag. */
@@ -32,22 +35,31 @@ static bool uffd_api(int fd, uint64_t features)
 	return ioctl(fd, UFFDIO_API, &api) == 0;
 }
 
-int lib_uffd_open(void)
+/* A new fd with the features, or -1. The API handshake is once per fd: a failed one
+ * leaves the fd unusable, so each try takes a new fd. */
+static int uffd_open_with(uint64_t features)
 {
 	int fd = uffd_create();
 
-	if (fd < 0)
-		return -1;
-	/* The API handshake is once per fd: a failed one leaves the fd unusable, so the
-	 * retry without shmem write-protect (kernels before 5.19) takes a new fd. */
-	if (uffd_api(fd, IPC_UFFD_FEATURES))
-		return fd;
-	close(fd);
-	fd = uffd_create();
-	if (fd < 0)
-		return -1;
-	if (uffd_api(fd, IPC_UFFD_FEATURES & ~(uint64_t)UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
-		return fd;
-	close(fd);
-	return -1;
+	if (fd >= 0 && !uffd_api(fd, features)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Features, best first. WP_ASYNC (Linux 6.7) lets write-protect-only registration take
+ * any VMA, regular files' shared mappings too (mm/userfaultfd.c vma_can_userfault), so
+ * their unmaps and discards reach the daemons; write faults it would resolve never
+ * happen (no page is ever protected). Then without it, then without shmem write-protect
+ * (kernels before 5.19). */
+int lib_uffd_open(void)
+{
+	static const uint64_t tries[] = { IPC_UFFD_FEATURES | UFFD_FEATURE_WP_ASYNC,
+		IPC_UFFD_FEATURES, IPC_UFFD_FEATURES & ~(uint64_t)UFFD_FEATURE_WP_HUGETLBFS_SHMEM };
+	int fd = -1;
+
+	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && fd < 0; i++)
+		fd = uffd_open_with(tries[i]);
+	return fd;
 }

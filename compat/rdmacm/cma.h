@@ -140,6 +140,7 @@ int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want);
 /* ---- connections (conn.c) ---- */
 /* rdma_create_qp's work with the PD and attributes given (CQs made when attr has none). */
 int cma_create_qp(struct cma_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+int cma_create_qp_ex(struct cma_id *id, struct ibv_qp_init_attr_ex *attr);
 /* A daemon event for an ID: what the client sees (NULL: consumed, or queued for another
  * channel). Called with the channel's lock held. */
 struct cma_event *cma_translate(struct cma_channel *c, int dev, const struct odpemu_cm_event *e);

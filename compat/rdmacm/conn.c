@@ -125,7 +125,7 @@ static void drop_own_cqs(struct cma_id *id)
 	id->own_send_cq = id->own_recv_cq = false;
 }
 
-static int make_cqs(struct cma_id *id, struct ibv_qp_init_attr *a)
+static int make_cqs(struct cma_id *id, struct ibv_qp_init_attr_ex *a)
 {
 	struct rdma_cm_id *cid = &id->id;
 
@@ -144,20 +144,24 @@ static int make_cqs(struct cma_id *id, struct ibv_qp_init_attr *a)
 	return 0;
 }
 
-int cma_create_qp(struct cma_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* The QP of rdma_create_qp and rdma_create_qp_ex: always through ibv_create_qp_ex, so the
+ * extended attributes (send_ops_flags: the ibv_qp_ex work-request API, FLUSH) reach the
+ * device as with librdmacm's own rdma_create_qp_ex. */
+int cma_create_qp_ex(struct cma_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	struct rdma_cm_id *cid = &id->id;
-	struct ibv_qp_init_attr a = *attr;
+	struct ibv_qp_init_attr_ex a = *attr;
 	struct ibv_qp *qp;
 	int err;
 
-	if (!pd)
-		pd = cid->pd;
-	if (!pd || pd->context != cid->verbs)	/* cma.c: the PD must be the ID's device's */
+	if (!(a.comp_mask & IBV_QP_INIT_ATTR_PD))
+		a.pd = cid->pd;
+	a.comp_mask |= IBV_QP_INIT_ATTR_PD;
+	if (!a.pd || a.pd->context != cid->verbs)	/* cma.c: the PD must be the ID's device's */
 		return errno = EINVAL, -1;
 	if (!a.qp_type)		/* a zeroed attr (rdma_client): the ID's type, as librdmacm */
 		a.qp_type = cid->qp_type;
-	if (make_cqs(id, &a) || !(qp = ibv_create_qp(pd, &a)))
+	if (make_cqs(id, &a) || !(qp = ibv_create_qp_ex(cid->verbs, &a)))
 		goto fail;
 	if (qp_init(qp)) {
 		err = errno;
@@ -178,6 +182,19 @@ fail:
 	return errno = err, -1;
 }
 
+int cma_create_qp(struct cma_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex a = { .qp_context = attr->qp_context,
+		.send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
+		.cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+		.pd = pd, .comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0 };
+	int rc = cma_create_qp_ex(id, &a);
+
+	if (!rc)
+		attr->cap = a.cap;
+	return rc;
+}
+
 CMA_EXPORT int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd,
 			      struct ibv_qp_init_attr *attr)
 {
@@ -188,15 +205,9 @@ CMA_EXPORT int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd,
 
 CMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *attr)
 {
-	struct ibv_qp_init_attr a;
-
-	if (!cid || !attr)
+	if (!cid || !attr || !cid->verbs)
 		return errno = EINVAL, -1;
-	a = (struct ibv_qp_init_attr){ .qp_context = attr->qp_context,
-		.send_cq = attr->send_cq, .recv_cq = attr->recv_cq, .srq = attr->srq,
-		.cap = attr->cap, .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all };
-	return rdma_create_qp(cid, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL,
-			      &a);
+	return cma_create_qp_ex(cma_id(cid), attr);
 }
 
 CMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *cid)

@@ -28,6 +28,10 @@
  *    odpemu_ibv_restore_mr re-points the MR at the new pages, same lkey and rkey.
  *    libodpemu's odpemu_restore_mr (include/odpemu/odpemu.h) says the rules. Also at
  *    ODPEMU_VERBS_EXT_1.
+ * 5. The device's counters (what `rdma stat` and odpemu-ctl stat show: page_faults,
+ *    page_invalidations, flush_persist_syncs, ...): odpemu_ibv_query_counters, at
+ *    ODPEMU_VERBS_EXT_1. A program that must also run on other libraries looks it up with
+ *    dlsym(RTLD_DEFAULT, "odpemu_ibv_query_counters") (odpemu-brick's STAT does).
  *
  * Include after <infiniband/verbs.h>. Do not include with rdma-core >= 45 headers, which
  * define the FLUSH names themselves.
@@ -101,5 +105,16 @@ int odpemu_ibv_watch_destroy(struct odpemu_watch *watch);
 /* 0 or an errno value (also in errno): EINVAL (not odpemu's MR, not leased, or coherent),
  * EACCES (revoked), EFAULT, ENOMEM; see odpemu_restore_mr. */
 int odpemu_ibv_restore_mr(struct ibv_mr *mr);
+
+/* ---- device counters ---- */
+struct odpemu_ibv_counter {
+	char name[40];		/* the daemon's stable names (docs/emu.md) */
+	uint64_t value;
+};
+/* Up to max counters of the context's device: the count, or -1 with errno. */
+int odpemu_ibv_query_counters(struct ibv_context *context, struct odpemu_ibv_counter *out,
+			      int max);
+typedef int (*odpemu_ibv_query_counters_fn)(struct ibv_context *, struct odpemu_ibv_counter *,
+					    int);
 
 #endif

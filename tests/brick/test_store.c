@@ -73,7 +73,7 @@ static void tiering(const char *path)
 		(unsigned long long)st.resident_bytes);
 	T_EQ(st.pinned_blocks, 2, "two pinned");
 	rss0 = rss_file_kib();
-	n = brick_store_enforce(s);
+	n = brick_store_enforce(s, 0);
 	rss1 = rss_file_kib();
 	brick_store_stats(s, &st);
 	printf("enforce: %d blocks evicted, resident %llu MiB (budget 8), RssFile %lu -> %lu KiB\n",

@@ -129,8 +129,9 @@ static int residency(const struct brick_store *s, uint32_t *pages)
 }
 
 /* Write the block back, then drop it from the mapping and from the page cache: the next
- * access (the NIC's, through its ODP MR) reads it from the file. */
-static int evict(struct brick_store *s, uint64_t slot)
+ * access (the NIC's, through its ODP MR) reads it from the file. `bytes`: what of it was
+ * resident (msync writes back the dirty part of that). */
+static int evict(struct brick_store *s, uint64_t slot, uint64_t bytes)
 {
 	uint8_t *b = s->base + slot * BRICK_BLOCK;
 
@@ -140,7 +141,7 @@ static int evict(struct brick_store *s, uint64_t slot)
 	(void)posix_fadvise(s->fd, (off_t)(slot * BRICK_BLOCK), (off_t)BRICK_BLOCK,
 			    POSIX_FADV_DONTNEED);
 	s->st.evictions++;
-	s->st.written_back_bytes += BRICK_BLOCK;
+	s->st.written_back_bytes += bytes;
 	return 0;
 }
 
@@ -157,8 +158,9 @@ static uint64_t coldest(const struct brick_store *s, const uint32_t *pages)
 	return best;
 }
 
-int brick_store_enforce(struct brick_store *s)
+int brick_store_enforce(struct brick_store *s, uint64_t reserve)
 {
+	uint64_t budget = s->budget > reserve ? s->budget - reserve : 0;
 	uint32_t *pages = calloc(s->slots, sizeof(*pages));
 	uint64_t resident = 0, victim;
 	int rc, evicted = 0;
@@ -171,8 +173,8 @@ int brick_store_enforce(struct brick_store *s)
 	}
 	for (uint64_t i = 0; i < s->slots; i++)
 		resident += (uint64_t)pages[i] * PAGE;
-	while (resident > s->budget && (victim = coldest(s, pages)) != UINT64_MAX) {
-		if ((rc = evict(s, victim)))
+	while (resident > budget && (victim = coldest(s, pages)) != UINT64_MAX) {
+		if ((rc = evict(s, victim, (uint64_t)pages[victim] * PAGE)))
 			break;
 		resident -= (uint64_t)pages[victim] * PAGE;
 		pages[victim] = 0;

@@ -29,7 +29,7 @@ struct brick_store_stats {
 	uint64_t resident_blocks;	/* blocks with at least one page in memory */
 	uint64_t pinned_blocks;		/* mapped by an initiator: never evicted */
 	uint64_t evictions;		/* blocks written back and dropped, ever */
-	uint64_t written_back_bytes;	/* bytes of the evicted blocks, ever */
+	uint64_t written_back_bytes;	/* resident bytes of the evicted blocks, ever */
 };
 
 /* Map path (created with `bytes` when missing or shorter; bytes 0: the file's size,
@@ -47,9 +47,10 @@ void *brick_store_block(const struct brick_store *s, uint64_t slot);
 void brick_store_pin(struct brick_store *s, uint64_t slot);
 void brick_store_release(struct brick_store *s, uint64_t slot);
 /* Evict unpinned resident blocks, least recently released first, until the resident
- * bytes fit the budget: msync (write-back) then MADV_DONTNEED. Returns the blocks
- * evicted, or -errno (msync failed: that block stays). */
-int brick_store_enforce(struct brick_store *s);
+ * bytes fit the budget less `reserve` (room for a block about to be mapped and faulted
+ * in): msync (write-back) then MADV_DONTNEED. Returns the blocks evicted, or -errno
+ * (msync failed: that block stays). */
+int brick_store_enforce(struct brick_store *s, uint64_t reserve);
 /* Write one block back (msync MS_SYNC): 0 or -errno. */
 int brick_store_sync(struct brick_store *s, uint64_t slot);
 /* Drop one block's contents (a FREE): its pages punched out of the file, so the next
