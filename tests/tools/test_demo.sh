@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo-quick: `tools/demo --quick`, on the binaries of the build under test, prints the
-# report and exits 0: seven lines, each "data verified" (the unmodified ibv_rc_pingpong
-# line: "ran unmodified"); the cold ODP lines and the
+# report and exits 0: eight lines, each "data verified" (the unmodified ibv_rc_pingpong
+# line: "ran unmodified"; the storage brick's: "survived kill -9, verified", with blocks on
+# file, page faults and invalidations); the cold ODP lines and the
 # unmodified ibv_rc_pingpong -o line page-faulted
 # (and the rnr one sent RNR NAKs); its run directory and namespaces are gone afterwards.
 # usage: test_demo.sh <tools/demo> <meson build root>     exit 0 pass, 1 fail, 77 skip
@@ -23,11 +24,14 @@ echo "----"
 # Report lines: " N  scenario  result  faults  RNR NAKs  check", columns 2+ spaces apart.
 field() { sed -n "s/^ $1  /$1  /p" "$out" | awk -F '   *' -v k="$2" '{ print $k }'; }
 cold=0
-for n in 1 2 3 4 5 6 7; do
+for n in 1 2 3 4 5 6 7 8; do
   scenario=$(field "$n" 2)
   if [ -z "$scenario" ]; then fail "report line $n is missing"; continue; fi
   want="data verified"
-  case $scenario in *"ibv_rc_pingpong"*) want="ran unmodified" ;; esac
+  case $scenario in
+    *"ibv_rc_pingpong"*) want="ran unmodified" ;;
+    *"storage brick"*) want="survived kill -9, verified" ;;
+  esac
   [ "$(field "$n" 6)" = "$want" ] || fail "line $n ($scenario) is not '$want'"
   case $scenario in
     *"prefetched"*)
@@ -46,6 +50,12 @@ for n in 1 2 3 4 5 6 7; do
       ;;
   esac
   case $scenario in
+    *"storage brick"*)
+      [[ $(field "$n" 3) =~ ^[1-9][0-9]*\ of\ 32\ blocks\ on\ file$ ]] ||
+        fail "line $n ($scenario): '$(field "$n" 3)', want blocks on file"
+      [[ $(field "$n" 4) =~ ^[1-9][0-9]*,\ [1-9][0-9]*\ invalidations$ ]] ||
+        fail "line $n ($scenario): '$(field "$n" 4)', want page faults and invalidations"
+      ;;
     *"cold ODP, rnr"*)
       rnr=$(field "$n" 5)
       [[ $rnr =~ ^[1-9][0-9]*$ ]] ||

@@ -342,11 +342,17 @@ int brick_answer(struct brick_initiator *in, const void *req, uint32_t len, void
 	enum brick_status st = brick_wire_decode_req(req, len, &q);
 	int n;
 
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	in->srv->requests++;
 	if (st == BRICK_OK)
 		st = dispatch(in, &q, &r, ext);
 	else
 		in->srv->bad_requests++;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	brick_log(in->srv, "%s: %s in %.0f us", brick_op_str(q.op), brick_status_str(st),
+		  (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) / 1e3);
 	r.op = q.op;
 	r.tag = q.tag;
 	r.status = st;

@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,15 @@
 
 #define PAGE 4096ull
 #define PAGES_PER_BLOCK (BRICK_BLOCK / PAGE)
-#define MINCORE_BLOCKS 64	/* blocks per mincore call: a 32 KiB vector */
 
 struct slot {
 	uint32_t pins;		/* initiators that have it mapped */
 	uint64_t released;	/* the clock when the last pin went (0: never pinned) */
+	/* Pages of it may be in memory: set when pinned (only mapped blocks are accessed,
+	 * and the mapping is MADV_RANDOM, so no readahead spills into a neighbour), cleared
+	 * when it is evicted or found empty. Enforcing the budget asks mincore about these
+	 * only: a 1 GiB file's full scan costs milliseconds, paid on every MAP and UNMAP. */
+	bool warm;
 };
 
 struct brick_store {
@@ -50,6 +55,11 @@ static int map_file(struct brick_store *s)
 		munmap(s->base, s->bytes);
 		return -ENOMEM;
 	}
+	/* whole blocks are brought in on purpose (brick_store_pin); speculative readahead
+	 * around a fault would only fill neighbours that are to stay on file */
+	(void)madvise(s->base, s->bytes, MADV_RANDOM);
+	for (uint64_t i = 0; i < s->slots; i++)	/* the page cache may hold any of it */
+		s->slot[i].warm = true;
 	return 0;
 }
 
@@ -94,10 +104,15 @@ void *brick_store_block(const struct brick_store *s, uint64_t slot)
 	return slot < s->slots ? s->base + slot * BRICK_BLOCK : NULL;
 }
 
+/* A mapped block is read in whole, ahead of the NIC's prefetch (large reads, not one
+ * per page fault). */
 void brick_store_pin(struct brick_store *s, uint64_t slot)
 {
-	if (slot < s->slots)
-		s->slot[slot].pins++;
+	if (slot >= s->slots)
+		return;
+	s->slot[slot].pins++;
+	s->slot[slot].warm = true;
+	(void)madvise(s->base + slot * BRICK_BLOCK, BRICK_BLOCK, MADV_WILLNEED);
 }
 
 void brick_store_release(struct brick_store *s, uint64_t slot)
@@ -107,23 +122,25 @@ void brick_store_release(struct brick_store *s, uint64_t slot)
 }
 
 /* Resident pages of each block (the file's page cache under the mapping), into pages[]:
- * 0 or -errno. */
-static int residency(const struct brick_store *s, uint32_t *pages)
+ * 0 or -errno. all: every block, else the warm ones (the others count 0); a warm block
+ * found empty is cold again. */
+static int residency(struct brick_store *s, uint32_t *pages, bool all)
 {
-	unsigned char vec[MINCORE_BLOCKS * PAGES_PER_BLOCK];	/* 32 KiB */
+	unsigned char vec[PAGES_PER_BLOCK];
 
-	for (uint64_t first = 0; first < s->slots; first += MINCORE_BLOCKS) {
-		uint64_t n = s->slots - first < MINCORE_BLOCKS ? s->slots - first : MINCORE_BLOCKS;
+	for (uint64_t b = 0; b < s->slots; b++) {
+		uint32_t k = 0;
 
-		if (mincore(s->base + first * BRICK_BLOCK, n * BRICK_BLOCK, vec))
-			return -errno;
-		for (uint64_t b = 0; b < n; b++) {
-			uint32_t k = 0;
-
-			for (uint64_t pg = 0; pg < PAGES_PER_BLOCK; pg++)
-				k += vec[b * PAGES_PER_BLOCK + pg] & 1;
-			pages[first + b] = k;
+		if (!all && !s->slot[b].warm) {
+			pages[b] = 0;
+			continue;
 		}
+		if (mincore(s->base + b * BRICK_BLOCK, BRICK_BLOCK, vec))
+			return -errno;
+		for (uint64_t pg = 0; pg < PAGES_PER_BLOCK; pg++)
+			k += vec[pg] & 1;
+		pages[b] = k;
+		s->slot[b].warm = k > 0 || s->slot[b].pins;
 	}
 	return 0;
 }
@@ -140,6 +157,7 @@ static int evict(struct brick_store *s, uint64_t slot, uint64_t bytes)
 	(void)madvise(b, BRICK_BLOCK, MADV_DONTNEED);
 	(void)posix_fadvise(s->fd, (off_t)(slot * BRICK_BLOCK), (off_t)BRICK_BLOCK,
 			    POSIX_FADV_DONTNEED);
+	s->slot[slot].warm = false;
 	s->st.evictions++;
 	s->st.written_back_bytes += bytes;
 	return 0;
@@ -167,7 +185,7 @@ int brick_store_enforce(struct brick_store *s, uint64_t reserve)
 
 	if (!pages)
 		return -ENOMEM;
-	if ((rc = residency(s, pages))) {
+	if ((rc = residency(s, pages, false))) {
 		free(pages);
 		return rc;
 	}
@@ -198,10 +216,11 @@ int brick_store_discard(struct brick_store *s, uint64_t slot)
 	if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)(slot * BRICK_BLOCK), (off_t)BRICK_BLOCK))
 		return -errno;
+	s->slot[slot].warm = false;	/* the punch dropped its pages */
 	return 0;
 }
 
-void brick_store_stats(const struct brick_store *s, struct brick_store_stats *st)
+void brick_store_stats(struct brick_store *s, struct brick_store_stats *st)
 {
 	uint32_t *pages = calloc(s->slots, sizeof(*pages));
 
@@ -209,7 +228,7 @@ void brick_store_stats(const struct brick_store *s, struct brick_store_stats *st
 	st->slots = s->slots;
 	for (uint64_t i = 0; i < s->slots; i++)
 		st->pinned_blocks += s->slot[i].pins > 0;
-	if (!pages || residency(s, pages)) {
+	if (!pages || residency(s, pages, true)) {
 		free(pages);
 		return;
 	}

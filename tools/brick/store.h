@@ -56,6 +56,8 @@ int brick_store_sync(struct brick_store *s, uint64_t slot);
 /* Drop one block's contents (a FREE): its pages punched out of the file, so the next
  * ALLOC of the slot starts from zeros and the file's space is given back. */
 int brick_store_discard(struct brick_store *s, uint64_t slot);
-void brick_store_stats(const struct brick_store *s, struct brick_store_stats *st);
+/* The counters, the memory ones from a scan of the whole file (which also marks the
+ * blocks found empty as cold). */
+void brick_store_stats(struct brick_store *s, struct brick_store_stats *st);
 
 #endif
