@@ -297,19 +297,27 @@ broken:
 
 /* ---- rdma_cm events ---- */
 
-/* rdma_cm gives the QP remote READ, WRITE and ATOMIC access only (the kernel's
- * cm_init_qp_init_attr); a FLUSH also needs the QP's FLUSH access (IBA 1.5 Memory
- * Placement Extensions; rxe checks qp_access_flags too), granted here once connected
- * (an RTS-to-RTS modify). Without it the initiator's FLUSH gets REM_ACCESS_ERR. */
+/* Once connected, two RTS-to-RTS changes to what rdma_cm set up:
+ *  - FLUSH access: rdma_cm gives the QP remote READ, WRITE and ATOMIC access only (the
+ *    kernel's cm_init_qp_init_attr); a FLUSH also needs the QP's FLUSH access (IBA 1.5
+ *    Memory Placement Extensions; rxe checks qp_access_flags too). Without it the
+ *    initiator's FLUSH gets REM_ACCESS_ERR.
+ *  - the shortest RNR timer (0.01 ms): an ODP page fault on a handle is answered with an
+ *    RNR NAK (ConnectX does; odpemu's default policy), and the initiator waits this long
+ *    before it asks again; rdma_cm's default (0.64 ms) would make every first touch of a
+ *    mapped block cost more than the fault itself. */
 static void on_established(struct brick_initiator *in)
 {
 	struct ibv_qp_attr a = { .qp_access_flags = IBV_ACCESS_REMOTE_READ |
 		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_FLUSH_GLOBAL |
-		IBV_ACCESS_FLUSH_PERSISTENT };
+		IBV_ACCESS_FLUSH_PERSISTENT, .min_rnr_timer = 1 };
 
 	in->established = true;
 	if (in->caps.flush && ibv_modify_qp(in->id->qp, &a, IBV_QP_ACCESS_FLAGS))
 		brick_log(in->srv, "initiator %p: FLUSH access refused: %s", (void *)in,
+			  strerror(errno));
+	if (ibv_modify_qp(in->id->qp, &a, IBV_QP_MIN_RNR_TIMER))
+		brick_log(in->srv, "initiator %p: RNR timer not changed: %s", (void *)in,
 			  strerror(errno));
 }
 
