@@ -47,6 +47,7 @@ static void ctl_round_trip(struct h_env *e, const struct br_brick *b)
 	static const char *put[] = { "put", "1G", "brick-api.in", NULL },
 		*get[] = { "get", "1G", "5242883", "brick-api.out", NULL },
 		*list[] = { "list", NULL }, *bad[] = { "alloc", "0x1001", NULL },
+		*stat[] = { "stat", "--json", NULL },
 		/* the client left the brick full: three of its blocks go */
 		*room[] = { "free", "0x100800000", "0x100c00000", "0x101000000", NULL };
 	size_t len = 5242883;
@@ -70,6 +71,11 @@ static void ctl_round_trip(struct h_env *e, const struct br_brick *b)
 		fclose(f);
 	BR_EQ(ctl(e, b, &out, list), 0, "ctl list");
 	T_CHECK(out && strstr(out, "0x40000000 +6291456"), "ctl list shows the 3 blocks at 1 GiB: %s",
+		out ? out : "");
+	free(out);
+	BR_EQ(ctl(e, b, &out, stat), 0, "ctl stat --json");
+	T_CHECK(out && tr_json_num(out, "d[\"blocks_allocated\"]") == 32 &&
+		tr_json_num(out, "d[\"slots\"]") == 32, "ctl stat --json: 32 of 32 blocks: %s",
 		out ? out : "");
 	free(out);
 	BR_EQ(ctl(e, b, &out, bad), 1, "ctl alloc of an unaligned id exits 1");

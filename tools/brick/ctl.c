@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "odpemu/brick.h"
 
 #define PROG "odpemu-brick-ctl"
@@ -410,6 +412,17 @@ static int cmd_list(struct ctl *t, int argc, char **argv)
 	return 0;
 }
 
+/* The counters as one JSON object (json-c, as odpemu-ctl's --json). */
+static void print_json(const uint64_t *v, unsigned n)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (unsigned i = 0; o && i < n; i++)
+		json_object_object_add(o, brick_stat_label(i), json_object_new_uint64(v[i]));
+	puts(o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY) : "{}");
+	json_object_put(o);
+}
+
 static int cmd_stat(struct ctl *t, int argc, char **argv)
 {
 	unsigned count = brick_stat_count(), n;
@@ -429,16 +442,11 @@ static int cmd_stat(struct ctl *t, int argc, char **argv)
 		free(v);
 		return brick_err(t, rc, "stat");
 	}
-	if (t->json)	/* the names are C identifiers: nothing to escape */
-		printf("{");
-	for (unsigned i = 0; i < n; i++) {
-		if (t->json)
-			printf("%s\n  \"%s\": %" PRIu64, i ? "," : "", brick_stat_label(i), v[i]);
-		else
-			printf("%s %" PRIu64 "\n", brick_stat_label(i), v[i]);
-	}
 	if (t->json)
-		printf("\n}\n");
+		print_json(v, n);
+	else
+		for (unsigned i = 0; i < n; i++)
+			printf("%s %" PRIu64 "\n", brick_stat_label(i), v[i]);
 	free(v);
 	return 0;
 }
