@@ -2,7 +2,8 @@
 /*
  * brick-api's initiator (tests/brick/test_api.c runs it on host 0): every call and error
  * of docs/brick.md through libodpemu-brick, as an ordinary program linking only that
- * library (and libibverbs and librdmacm under it). usage: brick-api-client ADDR PORT
+ * library (and libibverbs and librdmacm under it). usage: brick-api-client ADDR PORT;
+ * with "hold ID" it maps block ID RW and waits to be killed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -289,13 +290,29 @@ static int client(void)
 	return t_done("brick-api client");
 }
 
+/* hold ID: map block ID RW, say HELD, wait to be killed (the test's dead initiator). */
+static int hold(uint64_t id)
+{
+	struct brick_conn *c = conn();
+	struct brick_map m;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!c || brick_map(c, id, BRICK_RW, &m))
+		return printf("hold: could not map 0x%llx\n", (unsigned long long)id), 1;
+	printf("HELD\n");
+	for (int i = 0; i < 600; i++)	/* killed long before */
+		sleep(1);
+	brick_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: brick-api-client ADDR PORT\n");
+	if (argc != 3 && !(argc == 5 && !strcmp(argv[3], "hold"))) {
+		fprintf(stderr, "usage: brick-api-client ADDR PORT [hold ID]\n");
 		return 2;
 	}
 	addr = argv[1];
 	port = argv[2];
-	return client();
+	return argc == 5 ? hold(strtoull(argv[4], NULL, 0)) : client();
 }

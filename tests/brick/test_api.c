@@ -17,7 +17,8 @@
  *  - protocol: truncated, garbage, bad magic, another version, an unknown op: each an
  *    error reply naming the request, and the brick keeps serving; STAT counts them;
  *  - odpemu-brick-ctl: a 5 MiB file put into three blocks and got back byte for byte,
- *    list shows them, an unaligned id is refused with exit 1.
+ *    list shows them, an unaligned id is refused with exit 1;
+ *  - an initiator killed with a block mapped RW: its map is revoked (another maps it RW).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -87,6 +88,38 @@ static void ctl_round_trip(struct h_env *e, const struct br_brick *b)
 	unlink("brick-api.out");
 }
 
+/* An initiator killed with a block mapped RW: the brick sees it go (its daemon ends the
+ * connection) and revokes its map, so another may map the block RW. */
+static void dead_initiator(struct h_env *e, const struct br_brick *b)
+{
+	static const char *hold[] = { "hold", "0x40000000", NULL },
+		*map[] = { "map", "0x40000000", "rw", NULL };
+	struct tr_proc p;
+	struct cr_args a;
+	char *out = NULL;
+	int rc = -1;
+
+	if (br_client_start(e, b, hold, &p, &a)) {
+		T_CHECK(0, "the holding initiator starts");
+		return;
+	}
+	T_CHECK(tr_wait_for(&p, "HELD", 20000), "the initiator mapped the block");
+	BR_EQ(ctl(e, b, &out, map), 1, "ctl map rw of a block another maps RW: refused");
+	T_CHECK(out && strstr(out, "EBUSY"), "  EBUSY: %s", out ? out : "");
+	free(out);
+	kill(p.pid, SIGKILL);
+	cr_collect(&p, &a, 10, &out);
+	free(out);
+	/* its connection ends within the CM's own bounds (DREQ from its daemon) */
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		if (i)
+			usleep(200 * 1000);
+		rc = ctl(e, b, &out, map);
+		free(out);
+	}
+	BR_EQ(rc, 0, "the dead initiator's map is revoked: ctl map rw works within 10 s");
+}
+
 /* ---- the test (harness) ---- */
 
 static void body(struct h_env *e)
@@ -105,6 +138,7 @@ static void body(struct h_env *e)
 	BR_EQ(code, 0, "the client's checks");
 	printf("%s", out ? out : "");
 	ctl_round_trip(e, &b);
+	dead_initiator(e, &b);
 	BR_EQ(br_stop(&b, SIGTERM), 0, "the brick ends cleanly on SIGTERM");
 	free(out);
 	unlink("brick-api.img");
