@@ -104,15 +104,20 @@ void *brick_store_block(const struct brick_store *s, uint64_t slot)
 	return slot < s->slots ? s->base + slot * BRICK_BLOCK : NULL;
 }
 
-/* A mapped block is read in whole, ahead of the NIC's prefetch (large reads, not one
- * per page fault). */
+/* A mapped block is in memory when MAP answers: read in whole (WILLNEED starts large
+ * reads; with MADV_RANDOM a fault reads one page), then waited for and mapped
+ * (POPULATE_READ, synchronous). Otherwise the reads would still be running when the
+ * initiator's first access arrives, and it would wait for them behind an RNR NAK. */
 void brick_store_pin(struct brick_store *s, uint64_t slot)
 {
+	uint8_t *b = s->base + slot * BRICK_BLOCK;
+
 	if (slot >= s->slots)
 		return;
 	s->slot[slot].pins++;
 	s->slot[slot].warm = true;
-	(void)madvise(s->base + slot * BRICK_BLOCK, BRICK_BLOCK, MADV_WILLNEED);
+	(void)madvise(b, BRICK_BLOCK, MADV_WILLNEED);
+	(void)madvise(b, BRICK_BLOCK, MADV_POPULATE_READ);
 }
 
 void brick_store_release(struct brick_store *s, uint64_t slot)
