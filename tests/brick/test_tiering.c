@@ -4,10 +4,11 @@
  * on host 1; an initiator on host 0 (brick-tiering-client, tiering_client.c) writes a seeded pattern
  * to all 512 blocks with RDMA WRITE (each block mapped RW, written, unmapped), then reads
  * every block back with RDMA READ in a random order, twice, verifying every byte. While
- * it runs, this process samples the brick's resident pages of its backing file (the Rss
- * of that mapping in /proc/PID/smaps): never over the budget; and RssFile of
- * /proc/PID/status stays within the budget over what it was before the first block (the
- * brick's libraries), give or take library pages first run later. At the end the brick's STAT says blocks
+ * it runs, this process samples the brick's resident file pages: RssFile of
+ * /proc/PID/status (an atomic count) stays within the budget over what it was before the
+ * first block (the brick's libraries), give or take library pages first run later; the
+ * Rss of the backing file's mapping in /proc/PID/smaps (a walk, not a snapshot: it may
+ * count a block being evicted and the block replacing it) within the budget and a block. At the end the brick's STAT says blocks
  * were evicted and faulted back: evictions, page faults and invalidations of its device
  * all > 0, blocks on file > 0.
  */
@@ -66,8 +67,12 @@ static void body(struct h_env *e)
 	BR_EQ(code, 0, "the initiator's checks");
 	printf("brick: backing file resident peak %lu KiB; RssFile %lu KiB before, peak %lu KiB "
 	       "(budget %u MiB)\n", file_peak, base, peak, BUDGET_MIB);
-	T_CHECK(file_peak > 0 && file_peak <= BUDGET_MIB * 1024, "the backing file's resident "
-		"pages in the brick stay within the budget: peak %lu KiB", file_peak);
+	/* smaps walks the page tables while the brick works: a walk that passes a block
+	 * before its eviction and reaches the one MAP brings in after it counts both, so a
+	 * sample may be one block over what was ever resident at once */
+	T_CHECK(file_peak > 0 && file_peak <= BUDGET_MIB * 1024 + BLK / 1024,
+		"the backing file's resident pages in the brick stay within the budget (one "
+		"block of smaps' walk aside): peak %lu KiB", file_peak);
 	/* the rest of RssFile: library pages first run after the start (a few hundred KiB) */
 	T_CHECK(peak <= base + BUDGET_MIB * 1024 + SLACK_KIB, "the brick's RssFile stays within "
 		"the budget: peak %lu KiB, %lu KiB before the first block", peak, base);
