@@ -5,6 +5,7 @@
 #define ODPEMU_BENCH_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -18,6 +19,21 @@ static inline uint64_t bench_now_ns(void)
 }
 
 /* Keeps a computed value alive so the compiler cannot drop the work. */
+/* The 1-minute load average (-1 when unreadable): benchmarks print it beside their
+ * figures, which a busy machine skews. */
+static inline double bench_load_avg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
 static inline void bench_keep(uint64_t v)
 {
 	__asm__ volatile("" : : "r"(v) : "memory");

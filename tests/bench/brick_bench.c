@@ -1020,19 +1020,6 @@ static void report(void)
 	     fig_get("local.cold_qd1.iops"), 0.5, true);
 }
 
-static double load_avg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
-
 static void body(struct h_env *e)
 {
 	uint64_t seed = e->rng.s;
@@ -1043,14 +1030,14 @@ static void body(struct h_env *e)
 	printf("hosts: %s %s and %s; %s run\n", e->netns ? "network namespaces" : "loopback",
 	       e->host[0].addr, e->host[1].addr, cfg.quick ? "quick" : "full");
 	printf("load average (1 min) at start: %.2f (other work on the machine skews all "
-	       "figures)\n", load_avg());
+	       "figures)\n", bench_load_avg());
 	run_tier(e, seed, "mem", mem_path, "64M", NULL, 400);
 	local_mem(&e->rng, mem_path);
 	unlink_brick(mem_path);
 	run_tier(e, seed, "file", file_path, "1G", "64M", 900);
 	local_file(&e->rng, file_path);
 	unlink_brick(file_path);
-	printf("load average (1 min) at end: %.2f\n", load_avg());
+	printf("load average (1 min) at end: %.2f\n", bench_load_avg());
 	report();
 }
 

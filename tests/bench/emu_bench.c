@@ -907,19 +907,6 @@ static void parse_args(int argc, char **argv)
 	cfg.odp_bytes = cfg.quick ? 16 * MiB : 64 * MiB;
 }
 
-static double load_avg(void)
-{
-	double l = -1;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &l) != 1)
-			l = -1;
-		fclose(f);
-	}
-	return l;
-}
-
 /* odpemu's goodput and latency with the daemons as they run now. */
 struct round {
 	const char *poll_us;
@@ -1372,7 +1359,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1ul);	/* --wait sleep: 2 us naps, not 50 us of slack */
 	print_machine();
 	printf("load average (1 min) at start: %.2f (other work on the machine skews all "
-	       "figures)\n", load_avg());
+	       "figures)\n", bench_load_avg());
 	hosts_up();
 	if (cfg.profile) {
 		profile_only(&r[0]);
@@ -1399,7 +1386,7 @@ int main(int argc, char **argv)
 
 	running = "restart with the default --poll-us";
 	restart_daemons(NULL);
-	printf("load average (1 min) at end: %.2f\n", load_avg());
+	printf("load average (1 min) at end: %.2f\n", bench_load_avg());
 	print_table(r, &raw, &odp, &odp_stall);
 	perf_figures(&r[0], &raw);
 	return h_down(&env) ? 1 : 0;
