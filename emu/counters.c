@@ -249,6 +249,9 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 #define PUT_UDP_(name) put(l, "udp_" #name, us.name);
 	EMU_UDP_STATS(PUT_UDP_)
 #undef PUT_UDP_
+#define PUT_WIRE_(name) put(l, "wire_" #name, d->wire.st.name);
+	EMU_WIRE_STATS(PUT_WIRE_)
+#undef PUT_WIRE_
 	put(l, "faults_raised", nc.faults_raised);
 	put(l, "faults_failed", nc.faults_failed);
 	put_fault_thread(l, d);

@@ -4,13 +4,14 @@
  * UDP socket, start the fault thread, listen on the control socket, then loop:
  *
  *   dispatch io_uring completions (packets, requests, doorbells, fault answers, notifier)
- *   -> drain the clients' work rings into nic/ -> deliver due fault answers -> run nic/'s
- *   timers -> CQ arms and notifications -> flush the UDP batch (nic/ writes each
- *   completion straight into its CQ ring: ports.cq_write).
+ *   -> drain the clients' work rings into nic/ -> deliver due fault answers -> release
+ *   the packets the wire injector delayed or held -> run nic/'s timers -> CQ arms and
+ *   notifications -> flush the UDP batch (nic/ writes each completion straight into its
+ *   CQ ring: ports.cq_write).
  *
  * Then spin while there is work (spin.h: --poll-us, adaptive by default), else announce
  * sleep on the status page and wait in io_uring until a completion or the next deadline
- * (nic/ timers, fault delays, evictions). SIGTERM/SIGINT stop it: every QP goes to ERR
+ * (nic/ timers, fault delays, evictions, delayed packets). SIGTERM/SIGINT stop it: every QP goes to ERR
  * (clients get their flush completions), clients get DEVICE_FATAL, the socket is removed.
  * SIGUSR1 writes the device counters to the log.
  */
@@ -102,7 +103,10 @@ static void deliver_packet(void *arg, const uint8_t *pkt, size_t len, const stru
 	 * a dispatch can carry a window of 64 KiB messages, and nic/ is waiting for them. */
 	if (d->answers.head)
 		emu_answers_deliver(d, emu_now_ns());
-	nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
+	if (emu_wire_active(&d->wire, EMU_WIRE_RX))
+		emu_wire_pass(&d->wire, EMU_WIRE_RX, src, sport, pkt, len, emu_now_ns());
+	else
+		nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
 }
 
 /* Resolve --netdev/--addr into the interface and this device's GID. */
@@ -206,9 +210,16 @@ static int block_signals(struct emu_daemon *d)
 	return 0;
 }
 
+#define KNOBS_KNOWN "fault-delay-us, fault-fail-rate, evict-rate, fault-policy, wire-loss, " \
+	"wire-dup, wire-reorder, wire-delay-us, wire-corrupt, wire-match or wire-peer"
+
 int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value, char *err,
 			size_t errlen)
 {
+	int rc = emu_wire_rules_set(&d->wire.rules, key, value, err, errlen);
+
+	if (rc != -ENOENT)
+		return rc;
 	if (!strcmp(key, "fault-policy")) {
 		if (strcmp(value, "rnr") && strcmp(value, "stall")) {
 			snprintf(err, errlen, "fault-policy '%s': want stall or rnr", value);
@@ -220,7 +231,8 @@ int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value
 	}
 	if (!strcmp(key, "fault-delay-us")) {
 		struct emu_delay dl;
-		int rc = emu_delay_parse(value, &dl, err, errlen);
+
+		rc = emu_delay_parse(value, &dl, err, errlen);
 
 		if (!rc)
 			emu_inject_set_delay(&d->inject, &dl);
@@ -228,7 +240,8 @@ int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value
 	}
 	if (!strcmp(key, "fault-fail-rate")) {
 		double p;
-		int rc = emu_prob_parse(value, &p, err, errlen);
+
+		rc = emu_prob_parse(value, &p, err, errlen);
 
 		if (!rc)
 			emu_inject_set_fail_rate(&d->inject, p);
@@ -236,14 +249,14 @@ int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value
 	}
 	if (!strcmp(key, "evict-rate")) {
 		double per_s;
-		int rc = emu_rate_parse(value, &per_s, err, errlen);
+
+		rc = emu_rate_parse(value, &per_s, err, errlen);
 
 		if (!rc)
 			emu_inject_set_evict_rate(&d->inject, per_s);
 		return rc;
 	}
-	snprintf(err, errlen, "unknown knob '%s': fault-delay-us, fault-fail-rate, evict-rate "
-		 "or fault-policy", key);
+	snprintf(err, errlen, "unknown knob '%s': " KNOBS_KNOWN, key);
 	return -EINVAL;
 }
 
@@ -253,6 +266,8 @@ int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size
 	struct emu_delay dl;
 	double fail;
 
+	if (!emu_wire_rules_get(&d->wire.rules, key, value, len))
+		return 0;
 	emu_inject_get(&d->inject, &dl, &fail);
 	if (!strcmp(key, "fault-policy"))
 		snprintf(value, len, "%s", d->default_policy == NIC_FAULT_RNR ? "rnr" : "stall");
@@ -263,8 +278,7 @@ int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size
 	else if (!strcmp(key, "evict-rate"))
 		snprintf(value, len, "%g/s", d->inject.evict_per_s);	/* loop thread's field */
 	else {
-		snprintf(err, errlen, "unknown knob '%s': fault-delay-us, fault-fail-rate, "
-			 "evict-rate or fault-policy", key);
+		snprintf(err, errlen, "unknown knob '%s': " KNOBS_KNOWN, key);
 		return -EINVAL;
 	}
 	return 0;
@@ -275,13 +289,24 @@ static int apply_knobs(struct emu_daemon *d)
 	const char *keys[] = { "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy" };
 	const char *vals[] = { d->opt.fault_delay, d->opt.fault_fail_rate, d->opt.evict_rate,
 		d->opt.fault_policy };
-	char err[160];
+
+	char err[320];
 
 	for (unsigned i = 0; i < 4; i++)
 		if (vals[i] && emu_daemon_set_knob(d, keys[i], vals[i], err, sizeof(err))) {
 			emu_log(EMU_LOG_ERR, "--%s: %s", keys[i], err);
 			return -EINVAL;
 		}
+	/* The wire flags in the order given: a later one may change another direction. */
+	for (unsigned i = 0; i < d->opt.nwire; i++) {
+		if (emu_daemon_set_knob(d, d->opt.wire[i].key, d->opt.wire[i].value, err,
+					sizeof(err))) {
+			emu_log(EMU_LOG_ERR, "--%s", err);
+			return -EINVAL;
+		}
+		emu_log(EMU_LOG_INFO, "wire injection: --%s %s", d->opt.wire[i].key,
+			d->opt.wire[i].value);
+	}
 	return 0;
 }
 
@@ -346,6 +371,10 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 	emu_inject_init(&d->inject, opt->seed);
 	d->listen_fd = d->signal_fd = d->status_fd = -1;
 	d->next_client = 1;
+	if ((rc = emu_wire_init(&d->wire, opt->seed, emu_ports_wire_out, d))) {
+		emu_log(EMU_LOG_ERR, "no memory for the wire injector");
+		return rc;
+	}
 	if ((rc = apply_knobs(d))) {
 		d->usage_error = true;	/* a bad flag value: exit 2, like a bad flag */
 		return rc;
@@ -378,6 +407,8 @@ static bool work_round(struct emu_daemon *d)
 		emu_answers_deliver(d, now);
 		work = true;
 	}
+	if (emu_wire_next_due(&d->wire) <= now && emu_wire_tick(&d->wire, now))
+		work = true;
 	if (nic_next_deadline(d->nic) <= now)
 		nic_tick(d->nic, now);
 	if (emu_cm_next_deadline(&d->cm) <= now)
@@ -394,8 +425,10 @@ static uint64_t next_deadline(struct emu_daemon *d)
 {
 	uint64_t t = nic_next_deadline(d->nic), f = emu_answers_next_due(d);
 	uint64_t e = emu_evict_next(d), c = emu_cm_next_deadline(&d->cm);
-	uint64_t l = emu_lease_next_deadline(d);
+	uint64_t l = emu_lease_next_deadline(d), w = emu_wire_next_due(&d->wire);
 
+	if (w < t)
+		t = w;
 	if (f < t)
 		t = f;
 	if (l < t)
@@ -512,5 +545,6 @@ void emu_daemon_stop(struct emu_daemon *d)
 		close(d->status_fd);
 	if (d->loop_ready)
 		emu_loop_fini(&d->loop);
+	emu_wire_fini(&d->wire);	/* packets still delayed or held are lost */
 	emu_inject_fini(&d->inject);
 }

@@ -9,8 +9,8 @@
  *
  * The modules around it: sessions and their objects (session.h) on the control socket
  * (ctl.h, verbs.h); shared-memory rings (rings.h); nic/'s ports (ports.h); the MMU notifier
- * (notifier.h); the fault answers' scheduler (answers.h); eviction (evict.h); counters
- * (counters.h); the log (log.h).
+ * (notifier.h); the fault answers' scheduler (answers.h); eviction (evict.h); wire
+ * injection (wire.h); counters (counters.h); the log (log.h).
  */
 #ifndef ODPEMU_EMU_DAEMON_H
 #define ODPEMU_EMU_DAEMON_H
@@ -32,6 +32,7 @@
 #include "options.h"
 #include "rings.h"
 #include "udp.h"
+#include "wire.h"
 
 struct emu_session;
 
@@ -48,6 +49,7 @@ struct emu_daemon {
 	struct emu_io watch_io, listen_io, fault_io, signal_io;
 	struct nic_gid gid;
 	struct emu_inject inject;
+	struct emu_wire wire;		/* wire injection: --wire-* (wire.h) */
 	struct emu_fault *fault;
 	struct emu_answers answers;	/* answered jobs waiting for their injected delay */
 	struct emu_cm cm;		/* the connection manager on QP1 */
@@ -102,7 +104,8 @@ int emu_daemon_run(struct emu_daemon *d);
  * client, the socket removed; then everything that exists freed. */
 void emu_daemon_stop(struct emu_daemon *d);
 
-/* Change an injection knob ("fault-delay-us", ...): 0 or -EINVAL with err. */
+/* Change an injection knob ("fault-delay-us", ..., "wire-loss", ...): 0 or -EINVAL with
+ * err. */
 int emu_daemon_set_knob(struct emu_daemon *d, const char *key, const char *value, char *err,
 			size_t errlen);
 /* The current value of a knob in its flag's syntax: 0 or -EINVAL with err. */

@@ -111,7 +111,32 @@ static int parse_number(const char **p, double *out)
 /* A number at *p no larger than max. */
 static int parse_bounded(const char **p, double max, double *out)
 {
-	return parse_number(p, out) || *out > max ? -EINVAL : 0;
+	const char *q = *p;
+	double v;
+
+	if (parse_number(&q, &v) || v > max)
+		return -EINVAL;
+	*out = v;
+	*p = q;
+	return 0;
+}
+
+int emu_number_parse(const char **s, double max, double *out)
+{
+	return parse_bounded(s, max, out);
+}
+
+int emu_number_format(double v, char *buf, size_t len)
+{
+	/* 15 significant digits round-trip every decimal a person types; the rest need 17. */
+	char tmp[40];
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	return snprintf(buf, len, "%s", tmp);
 }
 
 /* ---- delays ---- */
@@ -167,17 +192,21 @@ int emu_delay_parse(const char *s, struct emu_delay *out, char *msg, size_t msgl
 
 int emu_delay_format(const struct emu_delay *d, char *buf, size_t len)
 {
+	char a[40], b[40];
+
+	emu_number_format(d->a_us, a, sizeof(a));
+	emu_number_format(d->b_us, b, sizeof(b));
 	switch (d->kind) {
 	case EMU_DELAY_UNIFORM:
-		return snprintf(buf, len, "uniform:%.17g-%.17g", d->a_us, d->b_us);
+		return snprintf(buf, len, "uniform:%s-%s", a, b);
 	case EMU_DELAY_EXP:
-		return snprintf(buf, len, "exp:%.17g", d->a_us);
+		return snprintf(buf, len, "exp:%s", a);
 	case EMU_DELAY_NORMAL:
-		return snprintf(buf, len, "normal:%.17g,%.17g", d->a_us, d->b_us);
+		return snprintf(buf, len, "normal:%s,%s", a, b);
 	case EMU_DELAY_FIXED:
 		break;
 	}
-	return snprintf(buf, len, "%.17g", d->a_us);
+	return snprintf(buf, len, "%s", a);
 }
 
 /* A standard normal deviate (Box-Muller). Both uniforms are drawn every time, so each draw

@@ -39,7 +39,8 @@ enum emu_stream {
 	EMU_STREAM_FAULT_DELAY = 1,
 	EMU_STREAM_FAULT_FAIL = 2,
 	EMU_STREAM_EVICT = 3,
-	EMU_STREAM_WIRE = 4,	/* free for the wire injector */
+	EMU_STREAM_WIRE = 4,	/* the wire injector: one sub-stream per knob and direction
+				 * in the upper 32 bits (wire.h) */
 };
 
 /* Seed stream `stream` of `seed`: different streams of one seed are independent. */
@@ -47,6 +48,15 @@ void emu_rng_seed(struct emu_rng *r, uint64_t seed, uint64_t stream);
 uint64_t emu_rng_next(struct emu_rng *r);
 /* Uniform in [0, 1), 53 bits. */
 double emu_rng_unit(struct emu_rng *r);
+
+/* ---- strict numbers (the wire injector parses its own values with them) ---- */
+
+/* A number as PARSERS above describe it, at *s and no larger than max; advances *s past it
+ * and leaves the rest to the caller. 0 or -EINVAL (*s and out unchanged). */
+int emu_number_parse(const char **s, double max, double *out);
+/* v (finite, >= 0) as the shortest decimal that parses back to v exactly: "0.1", not
+ * "0.10000000000000001". Returns snprintf's count. */
+int emu_number_format(double v, char *buf, size_t len);
 
 /* ---- fault delay: --fault-delay-us ---- */
 

@@ -15,6 +15,7 @@
 #include "ipc.h"
 #include "log.h"
 #include "rundir.h"
+#include "wire.h"
 
 static void usage(FILE *f)
 {
@@ -36,7 +37,28 @@ static void usage(FILE *f)
 "  --fault-fail-rate P    probability 0..1 that a page fault fails (access error)\n"
 "  --evict-rate N/s       drop N random present ODP pages per second (faults in steady\n"
 "                         traffic; default 0)\n"
-"  --seed S               seed of every injected delay, failure and eviction (default 1)\n"
+"  --wire-loss [DIR:]P[@ON/PERIOD]\n"
+"                         lose packets with probability P (0..1). DIR: tx (packets this\n"
+"                         daemon sends, the default), rx (packets it receives) or both;\n"
+"                         @ON/PERIOD: only during the first ON of each PERIOD, e.g.\n"
+"                         0.5@100ms/1s (units ns, us, ms, s). The flag may be repeated:\n"
+"                         --wire-loss tx:0.02 --wire-loss rx:0.01\n"
+"  --wire-dup [DIR:]P[@ON/PERIOD]\n"
+"                         send (or deliver) a packet twice\n"
+"  --wire-reorder [DIR:]P[:DEPTH][@ON/PERIOD]\n"
+"                         hold a packet until DEPTH (1..64, default 1) later packets to\n"
+"                         its peer have passed it, 1 ms at most\n"
+"  --wire-delay-us [DIR:]SPEC[@ON/PERIOD]\n"
+"                         delay every packet: SPEC as --fault-delay-us\n"
+"  --wire-corrupt [DIR:]P[@ON/PERIOD]\n"
+"                         flip one bit after the ICRC was sealed: the receiver drops\n"
+"                         the packet (drop_icrc)\n"
+"  --wire-match CLASS,... only packets of these opcode classes: send, write, read,\n"
+"                         read-resp, atomic, atomic-resp, atomic-write, flush, ack, cm\n"
+"                         (QP1's MADs); default all\n"
+"  --wire-peer ADDR       only packets to and from this peer (default any)\n"
+"  --seed S               seed of every injected delay, failure, eviction and wire fault\n"
+"                         (default 1)\n"
 "  --fault-thread         resolve every page fault on the fault thread (default: on the\n"
 "                         data path, in microseconds, where PROCMAP_QUERY allows)\n"
 "  --fault-around BYTES   fault-around window of ODP MRs (power of two >= 4096; default\n"
@@ -63,7 +85,7 @@ static void usage(FILE *f)
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
-	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_HELP, OPT_VERSION };
+	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_HELP, OPT_VERSION, OPT_WIRE };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -84,6 +106,14 @@ static const struct option longopts[] = {
 	{ "no-gro", no_argument, NULL, OPT_NO_GRO },
 	{ "fault-thread", no_argument, NULL, OPT_FAULT_THREAD },
 	{ "lease-timeout-ms", required_argument, NULL, OPT_LEASE_TIMEOUT },
+	/* every --wire-* flag is OPT_WIRE: one() finds its name through longindex */
+	{ "wire-loss", required_argument, NULL, OPT_WIRE },
+	{ "wire-dup", required_argument, NULL, OPT_WIRE },
+	{ "wire-reorder", required_argument, NULL, OPT_WIRE },
+	{ "wire-delay-us", required_argument, NULL, OPT_WIRE },
+	{ "wire-corrupt", required_argument, NULL, OPT_WIRE },
+	{ "wire-match", required_argument, NULL, OPT_WIRE },
+	{ "wire-peer", required_argument, NULL, OPT_WIRE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -141,7 +171,25 @@ static int parse_level(const char *s)
 	return -1;
 }
 
-static int one(struct emu_options *o, int c, const char *arg)
+/* A --wire-* flag: checked now, so a bad value is one line and exit 2 like any bad flag;
+ * applied in order at start (daemon.c). */
+static int wire_flag(struct emu_options *o, const char *key, const char *arg)
+{
+	struct emu_wire_rules check;
+	char msg[320];
+
+	emu_wire_rules_init(&check, 0);
+	if (emu_wire_rules_set(&check, key, arg, msg, sizeof(msg)))
+		return bad("--%s", msg);
+	if (o->nwire == EMU_OPT_WIRE_MAX)
+		return bad("--%s: more than %d --wire-* flags: give both directions in one "
+			   "(--wire-loss 'tx:0.02 rx:0.01')", key, EMU_OPT_WIRE_MAX);
+	o->wire[o->nwire].key = key;
+	o->wire[o->nwire++].value = arg;
+	return 0;
+}
+
+static int one(struct emu_options *o, int c, const char *name, const char *arg)
 {
 	uint64_t v;
 
@@ -192,6 +240,7 @@ static int one(struct emu_options *o, int c, const char *arg)
 		if (parse_u64(arg, 1, 600000, &o->lease_timeout_ms))
 			return bad("--lease-timeout-ms '%s': want 1..600000", arg);
 		return 0;
+	case OPT_WIRE: return wire_flag(o, name, arg);
 	case OPT_AROUND:
 		if (parse_u64(arg, 4096, 1ull << 30, &v) || (v & (v - 1)))
 			return bad("--fault-around '%s': want a power of two 4096..1073741824", arg);
@@ -203,7 +252,7 @@ static int one(struct emu_options *o, int c, const char *arg)
 
 int emu_options_parse(int argc, char **argv, struct emu_options *o)
 {
-	int c;
+	int c, idx = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->name = "odp0";
@@ -215,7 +264,7 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	o->lease_timeout_ms = 1000;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
 		if (c == OPT_HELP) {
 			usage(stdout);
 			return 1;
@@ -226,7 +275,7 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 		}
 		if (c == '?' || c == ':')
 			return bad("unknown option or missing value: '%s'", argv[optind - 1]);
-		if (one(o, c, optarg))
+		if (one(o, c, longopts[idx].name, optarg))
 			return -1;
 	}
 	if (optind < argc)

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define EMU_OPT_WIRE_MAX 32	/* --wire-* flags on one command line */
+
 struct emu_options {
 	const char *name;		/* --name: device name, socket <rundir>/<name>.sock */
 	const char *netdev;		/* --netdev IFNAME */
@@ -15,6 +17,11 @@ struct emu_options {
 	const char *fault_delay;	/* --fault-delay-us SPEC (checked by inject.c) */
 	const char *fault_fail_rate;	/* --fault-fail-rate P */
 	const char *evict_rate;		/* --evict-rate N/s */
+	/* --wire-*: the wire injector's flags in the order given (checked by wire.c) */
+	struct {
+		const char *key, *value;	/* "wire-loss", "0.02" */
+	} wire[EMU_OPT_WIRE_MAX];
+	unsigned nwire;
 	uint64_t seed;			/* --seed */
 	bool foreground;		/* --foreground */
 	int log_level;			/* --log-level err|warn|info|debug */

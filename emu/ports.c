@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ports — nic/'s four ports bound to the real world:
- *  - wire: the UDP socket (udp.c), flushed once per loop round; nic/ builds each packet
+ *  - wire: the UDP socket (udp.c), through the wire injector when one of its knobs is on
+ *    (wire.h, both directions), flushed once per loop round; nic/ builds each packet
  *    in the socket's next batch slot (tx_slot), gathering payload straight into it, so a
  *    payload byte is copied twice on the way out (client memory -> slot by
  *    process_vm_readv or memcpy, slot -> kernel by sendmmsg) and twice on the way in
@@ -44,10 +45,25 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 {
 	struct emu_daemon *d = ctx;
 
-	emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
+	if (emu_wire_active(&d->wire, EMU_WIRE_TX))
+		emu_wire_pass(&d->wire, EMU_WIRE_TX, dst, 0, pkt, len, emu_now_ns());
+	else
+		emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
+}
+
+void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
+			uint16_t sport, const uint8_t *pkt, size_t len)
+{
+	struct emu_daemon *d = arg;
+
+	if (dir == EMU_WIRE_TX)
+		emu_udp_send(d->udp, peer, d->opt.port, pkt, len);
+	else
+		nic_rx_from(d->nic, pkt, len, peer, sport, emu_now_ns());
 }
 
 _Static_assert(EMU_UDP_MAX_DATAGRAM >= NIC_PORT_TX_SLOT, "a transmit slot holds any packet");
+_Static_assert(EMU_WIRE_PKT_MAX >= EMU_UDP_MAX_DATAGRAM, "the wire injector copies any packet");
 
 static uint8_t *port_tx_slot(void *ctx)
 {

@@ -9,6 +9,11 @@
 #ifndef ODPEMU_EMU_PORTS_H
 #define ODPEMU_EMU_PORTS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
 struct emu_daemon;
 struct nic_ports;
 
@@ -22,5 +27,9 @@ struct nic_ports;
 
 /* Fill p with the daemon's ports (ctx = d), for nic_create. */
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);
+/* The wire injector's way out (emu_wire_out_fn, arg = d): a packet it let through to the
+ * socket (TX) or to nic/ (RX). */
+void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
+			uint16_t sport, const uint8_t *pkt, size_t len);
 
 #endif

@@ -335,7 +335,7 @@ struct ipc_counters_rep {
  * holding the current value, in the flag's syntax. */
 struct ipc_inject_req {
 	char key[32];			/* "fault-delay-us", "fault-fail-rate", "evict-rate",
-					 * "fault-policy" */
+					 * "fault-policy", "wire-loss", ... (emu/wire.h) */
 	char value[64];
 };
 

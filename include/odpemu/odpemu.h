@@ -465,12 +465,14 @@ struct odpemu_counter {
 int odpemu_query_counters(struct odpemu_context *context, enum odpemu_counter_scope scope,
 			  uint32_t id, struct odpemu_counter *out, int max);
 /* Change an injection knob at run time, with the words of odpemud's flags: key
- * "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy"; value as on the
- * command line. 0 or errno (EINVAL: unknown key or bad value). */
+ * "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy", "wire-loss",
+ * "wire-dup", "wire-reorder", "wire-delay-us", "wire-corrupt", "wire-match", "wire-peer";
+ * value as on the command line (at most 63 characters). 0 or errno (EINVAL: unknown key
+ * or bad value). */
 int odpemu_set_inject(struct odpemu_context *context, const char *key, const char *value);
 /* The current value of a knob, in the flag's syntax ("uniform:10-20", "0.01", "100/s",
- * "rnr"), into value (len bytes, NUL-terminated). 0 or errno (EINVAL: unknown key;
- * ENOSPC: len too small). */
+ * "rnr"; a wire knob names both directions: "tx:0.02 rx:0"), into value (len bytes,
+ * NUL-terminated). 0 or errno (EINVAL: unknown key; ENOSPC: len too small). */
 int odpemu_get_inject(struct odpemu_context *context, const char *key, char *value, size_t len);
 
 /* ---- the mapping-change notifier (docs/regcache.md) ----

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * odpemu-ctl against two real daemons: list, devinfo, stat (text and JSON), inject
- * (accepted, refused with the daemon's reason), watch bounded by -n, and the errors a user
+ * (accepted, refused with the daemon's reason, the wire knobs, the list without knobs),
+ * watch bounded by -n, and the errors a user
  * meets (no daemon, no such device, qp/mr scope not available yet).
  */
 #include <stdio.h>
@@ -122,7 +123,20 @@ static void test_inject(void)
 				      NULL }, 1, "refused");
 	expect((const char *const[]){ "inject", "-d", env.host[1].name, "--fault-delay-us", "0",
 				      NULL }, 0, "fault-delay-us = 0");
-	expect((const char *const[]){ "inject", NULL }, 2, "nothing to change");
+	/* the wire knobs, positional or as options; without knobs, the list */
+	expect((const char *const[]){ "inject", "-d", env.host[1].name, "wire-loss", "rx:0.5",
+				      "--wire-match", "write,ack", NULL }, 0,
+	       "wire-match = write,ack");
+	expect((const char *const[]){ "inject", "-d", env.host[1].name, NULL }, 0,
+	       "wire-loss = tx:0 rx:0.5");
+	expect((const char *const[]){ "inject", "-d", env.host[1].name, NULL }, 0,
+	       "fault-policy = rnr");
+	expect((const char *const[]){ "inject", "-d", env.host[1].name, "wire-loss", "both:0",
+				      "wire-match", "all", NULL }, 0, "wire-match = all");
+	expect((const char *const[]){ "inject", "-d", env.host[1].name, "wire-reorder", "0.1:0",
+				      NULL }, 1, "DEPTH 1..64");
+	expect((const char *const[]){ "inject", "wire-loss", NULL }, 2, "no value");
+	expect((const char *const[]){ "inject", "nope", "1", NULL }, 2, "unknown knob 'nope'");
 }
 
 /* Without -d a command takes the device of the host it runs on: as root the hosts are

@@ -16,8 +16,10 @@ static const struct command commands[] = {
 	{ "list", ctl_list, "the running devices" },
 	{ "devinfo", ctl_devinfo, "[-d DEV] [-v]: capabilities, ODP caps, port, GIDs" },
 	{ "stat", ctl_stat, "[-d DEV] [dev|qp|mr] [--json]: counters (page_faults, ...)" },
-	{ "inject", ctl_inject, "[-d DEV] KNOB VALUE...: change fault injection at run time\n"
-	  "           (--fault-delay-us, --fault-fail-rate, --evict-rate, --fault-policy)" },
+	{ "inject", ctl_inject, "[-d DEV] [KNOB VALUE]...: change fault injection at run time,\n"
+	  "           or list it (fault-delay-us, fault-fail-rate, evict-rate, fault-policy,\n"
+	  "           wire-loss, wire-dup, wire-reorder, wire-delay-us, wire-corrupt,\n"
+	  "           wire-match, wire-peer)" },
 	{ "watch", ctl_watch, "[-d DEV] [-n COUNT] [-i SECONDS] [--json]: counters per second" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
