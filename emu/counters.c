@@ -326,30 +326,55 @@ void emu_counters_dump(struct emu_daemon *d)
 	free(l);
 }
 
-/* The QP with this number, or the MR with this lkey, of any session. */
+/* The QP with this number, or the MR with this lkey, of any session (nic/'s tables). */
 static struct emu_obj *any_obj(struct emu_daemon *d, enum emu_obj_type type, uint32_t id)
 {
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		emu_for_each_obj(o, s, type)
-			if (type == EMU_OBJ_QP ? nic_qp_num(o->u.qp.qp) == id :
-			    nic_mr_lkey(o->u.mr.mr) == id)
-				return o;
-	return NULL;
+	struct emu_obj *o = type == EMU_OBJ_QP ? nic_qp_owner_by_num(d->nic, id) :
+			    nic_mr_owner_by_key(d->nic, id);
+
+	return o && o->type == type ? o : NULL;
 }
 
-/* Every QP and MR of the device: "qp <pid>" = QP number, "mr <pid>" = lkey; per session
- * its QPs, then its MRs. */
-static void list_objects(struct emu_daemon *d, struct ctr_list *l)
+/* One page of the object list (IPC_CTR_LIST): from entry q->start of the QPs and MRs of
+ * the sessions q->id names (a pid; 0: all), per session its QPs, then its MRs (or only
+ * one kind), at most IPC_MAX_COUNTERS. Whole sessions and lists before the page are
+ * skipped by their counts: a page costs what it holds and a walk to its first entry
+ * within one session's list. *more: entries follow. */
+static void list_page(struct emu_daemon *d, const struct ipc_counters_req *q,
+		      struct ctr_list *l, bool *more)
 {
+	static const enum emu_obj_type types[] = { EMU_OBJ_QP, EMU_OBJ_MR };
+	uint32_t skip = q->start;
 	char name[IPC_CTR_NAME];
 
-	for (struct emu_session *s = d->sessions; s; s = s->next) {
-		snprintf(name, sizeof(name), "qp %d", (int)s->pid);
-		emu_for_each_obj(qp, s, EMU_OBJ_QP)
-			put(l, name, nic_qp_num(qp->u.qp.qp));
-		snprintf(name, sizeof(name), "mr %d", (int)s->pid);
-		emu_for_each_obj(mr, s, EMU_OBJ_MR)
-			put(l, name, nic_mr_lkey(mr->u.mr.mr));
+	*more = false;
+	for (struct emu_session *s = d->sessions; s && !*more; s = s->next) {
+		if (q->id && (uint32_t)s->pid != q->id)
+			continue;
+		for (int k = 0; k < 2 && !*more; k++) {
+			enum emu_obj_type t = types[k];
+			struct emu_obj *o = s->of_type[t].first;
+
+			if ((q->flags & IPC_CTR_ONLY_QPS && t != EMU_OBJ_QP) ||
+			    (q->flags & IPC_CTR_ONLY_MRS && t != EMU_OBJ_MR))
+				continue;
+			if (skip >= s->of_type[t].n) {
+				skip -= s->of_type[t].n;
+				continue;
+			}
+			for (; o && skip; o = o->type_next)
+				skip--;
+			snprintf(name, sizeof(name), "%s %d", t == EMU_OBJ_QP ? "qp" : "mr",
+				 (int)s->pid);
+			for (; o; o = o->type_next) {
+				if (l->n == IPC_MAX_COUNTERS) {
+					*more = true;
+					break;
+				}
+				put(l, name, t == EMU_OBJ_QP ? nic_qp_num(o->u.qp.qp) :
+					     nic_mr_lkey(o->u.mr.mr));
+			}
+		}
 	}
 }
 
@@ -372,17 +397,25 @@ static bool collect(struct emu_req *r, const struct ipc_counters_req *q, struct 
 	case IPC_CTR_DEV: dev_counters(r->s->d, l); return true;
 	case IPC_CTR_QP: return (o = named(r, q, EMU_OBJ_QP)) && (qp_counters(o, l), true);
 	case IPC_CTR_MR: return (o = named(r, q, EMU_OBJ_MR)) && (mr_counters(o, l), true);
-	case IPC_CTR_LIST: list_objects(r->s->d, l); return true;
 	default: return false;
 	}
+}
+
+static int reply_page(struct emu_req *r, const struct ipc_counter *c, unsigned n, bool more)
+{
+	_Alignas(8) char buf[IPC_MAX_MSG];
+	struct ipc_counters_rep *rep = (struct ipc_counters_rep *)(void *)buf;
+
+	rep->n = n;
+	rep->more = more;
+	memcpy(rep->c, c, n * sizeof(rep->c[0]));
+	return emu_ctl_reply(r->s, r->hdr, 0, rep, sizeof(*rep) + n * sizeof(rep->c[0]), NULL, 0);
 }
 
 /* Reply with the slice of l from q->start, as many as one message holds. */
 static int reply_slice(struct emu_req *r, const struct ipc_counters_req *q,
 		       const struct ctr_list *l)
 {
-	_Alignas(8) char buf[IPC_MAX_MSG];
-	struct ipc_counters_rep *rep = (struct ipc_counters_rep *)(void *)buf;
 	unsigned n;
 
 	if (q->start > l->n)
@@ -390,10 +423,7 @@ static int reply_slice(struct emu_req *r, const struct ipc_counters_req *q,
 	n = l->n - q->start;
 	if (n > IPC_MAX_COUNTERS)
 		n = IPC_MAX_COUNTERS;
-	rep->n = n;
-	rep->more = q->start + n < l->n;
-	memcpy(rep->c, l->c + q->start, n * sizeof(rep->c[0]));
-	return emu_ctl_reply(r->s, r->hdr, 0, rep, sizeof(*rep) + n * sizeof(rep->c[0]), NULL, 0);
+	return reply_page(r, l->c + q->start, n, q->start + n < l->n);
 }
 
 int emu_op_counters(struct emu_req *r)
@@ -404,12 +434,18 @@ int emu_op_counters(struct emu_req *r)
 
 	if (r->len != sizeof(*q))
 		return emu_reply_err(r, -EBADMSG, "COUNTERS body of %zu bytes", r->len);
-	if (q->flags & ~IPC_CTR_ANY)
+	if (q->flags & ~(IPC_CTR_ANY | IPC_CTR_ONLY_QPS | IPC_CTR_ONLY_MRS) ||
+	    (q->flags & (IPC_CTR_ONLY_QPS | IPC_CTR_ONLY_MRS) && q->scope != IPC_CTR_LIST))
 		return emu_reply_err(r, -EINVAL, "counters: unknown flags %#x", q->flags);
 	l = calloc(1, sizeof(*l));	/* ~200 KiB: a control request, not the data path */
 	if (!l)
 		return emu_reply_err(r, -ENOMEM, "counters: no memory for the list");
-	if (collect(r, q, l))
+	if (q->scope == IPC_CTR_LIST) {
+		bool more;
+
+		list_page(r->s->d, q, l, &more);
+		rc = reply_page(r, l->c, l->n, more);
+	} else if (collect(r, q, l))
 		rc = reply_slice(r, q, l);
 	else
 		rc = emu_reply_err(r, -ENOENT, "counters: no such scope %u / object %u in this "

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctl — the control socket: <rundir>/<name>.sock, SOCK_SEQPACKET, mode 0660. One
- * connection is one session; each datagram is one request (ipc.h) answered by one reply.
+ * ctl — the control socket: <rundir>/<name>.sock, SOCK_SEQPACKET, mode 0660, group the
+ * daemon's or --group's. One connection is one session; each datagram is one request
+ * (ipc.h) answered by one reply.
  * A request that is malformed in any way gets an error reply and changes nothing.
  */
 #include <errno.h>
@@ -60,6 +61,21 @@ static int claim_path(const char *path)
 	return 0;
 }
 
+/* --group: the socket's group, set before the socket is renamed into place, so no client
+ * ever finds it with the daemon's own group. 0 or -errno (logged). */
+static int give_to_group(struct emu_daemon *d, const char *path)
+{
+	int err;
+
+	if (!d->opt.group || !chown(path, (uid_t)-1, (gid_t)d->opt.group_gid))
+		return 0;
+	err = errno;
+	emu_log(EMU_LOG_ERR, "cannot give the control socket to group %s (gid %u): %s (only "
+		"root or a member of the group may)", d->opt.group, d->opt.group_gid,
+		strerror(err));
+	return -err;
+}
+
 int emu_ctl_listen(struct emu_daemon *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -96,9 +112,13 @@ int emu_ctl_listen(struct emu_daemon *d)
 	unlink(sa.sun_path);	/* a leftover of a daemon with our pid, long gone */
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(sa.sun_path, 0660) ||
-	    listen(fd, 64) || rename(sa.sun_path, d->sock_path)) {
-		rc = -errno;
-		emu_log(EMU_LOG_ERR, "cannot listen on %s: %s", d->sock_path, strerror(errno));
+	    (rc = give_to_group(d, sa.sun_path)) || listen(fd, 64) ||
+	    rename(sa.sun_path, d->sock_path)) {
+		if (!rc) {
+			rc = -errno;
+			emu_log(EMU_LOG_ERR, "cannot listen on %s: %s", d->sock_path,
+				strerror(errno));
+		}
 		if (fd >= 0) {
 			close(fd);
 			unlink(sa.sun_path);
@@ -185,6 +205,13 @@ static unsigned take_fds(struct msghdr *msg, int *fds, unsigned max)
 	return n;
 }
 
+static void close_fds(const int *fds, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+}
+
 /* Check the header of a request; a reply says what is wrong. */
 static int check_header(struct emu_req *r, size_t got)
 {
@@ -223,11 +250,14 @@ void emu_ctl_serve(struct emu_session *s)
 
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		/* Taken before anything else: every way out of here closes them, even that of
+		 * an empty datagram (which ends the session) carrying SCM_RIGHTS. */
+		r.nfds = got < 0 ? 0 : take_fds(&msg, fds, IPC_MAX_FDS);
 		if (got <= 0) {			/* the client closed or crashed */
+			close_fds(fds, r.nfds);
 			emu_session_close(s);
 			return;
 		}
-		r.nfds = take_fds(&msg, fds, IPC_MAX_FDS);
 		s->d->ctr.requests++;
 		/* Unmaps the client made before this request were relayed before it was sent
 		 * (lib/relay.c): apply them first, as a kernel's MMU notifier would have. */
@@ -247,8 +277,6 @@ void emu_ctl_serve(struct emu_session *s)
 			r.len = (size_t)got - sizeof(struct ipc_hdr);
 			emu_op_handler(r.hdr->op)(&r);
 		}
-		for (unsigned k = 0; k < r.nfds; k++)	/* fds no handler kept */
-			if (fds[k] >= 0)
-				close(fds[k]);
+		close_fds(fds, r.nfds);		/* those no handler kept */
 	}
 }

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "procmap.h"
+
 #define PAGE		IOPT_PAGE_SIZE
 #define MAPS_BUF	8192	/* text read per pread; a longer line is cut (see text_line) */
 #define NAME_BUF	4160	/* PATH_MAX and some: a VMA name from PROCMAP_QUERY */
@@ -30,21 +32,6 @@
 #define FILES_CACHED	8	/* clients whose /proc files the thread keeps open */
 #define BATCH_MAX	64	/* jobs taken per wake-up */
 
-/* The PROCMAP_QUERY ioctl (include/uapi/linux/fs.h, Linux 6.11): our own copy, since the
- * build machines' headers (Debian 12: 6.1) lack it. The ABI is fixed; `size` versions it. */
-struct emu_procmap_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-_Static_assert(sizeof(struct emu_procmap_query) == 104, "procmap_query ABI");
-#define EMU_PROCMAP_QUERY	_IOWR('f', 17, struct emu_procmap_query)
-#define PMQ_READABLE		0x01u
-#define PMQ_WRITABLE		0x02u
-#define PMQ_EXECUTABLE		0x04u
-#define PMQ_SHARED		0x08u
-#define PMQ_COVERING_OR_NEXT	0x10u
 
 #define PM_PRESENT	(1ull << 63)	/* Documentation/admin-guide/mm/pagemap.rst */
 
@@ -336,18 +323,18 @@ static int text_next(struct vma_src *s, struct emu_vma *v)
 
 static int query_next(struct vma_src *s, struct emu_vma *v)
 {
-	struct emu_procmap_query q = {
+	struct odpemu_procmap_query q = {
 		.size = sizeof(q), .query_flags = PMQ_COVERING_OR_NEXT, .query_addr = s->next,
 		.vma_name_size = NAME_BUF, .vma_name_addr = (uintptr_t)s->rs->name,
 	};
-	int rc = ioctl(s->fd, EMU_PROCMAP_QUERY, &q);
+	int rc = ioctl(s->fd, ODPEMU_PROCMAP_QUERY, &q);
 
 	if (rc && (errno == E2BIG || errno == ENAMETOOLONG)) {
 		/* The name did not fit (E2BIG), or d_path found it longer than PATH_MAX: not
 		 * one of the short special names. */
 		q.vma_name_size = 0;
 		q.vma_name_addr = 0;
-		rc = ioctl(s->fd, EMU_PROCMAP_QUERY, &q);
+		rc = ioctl(s->fd, ODPEMU_PROCMAP_QUERY, &q);
 	}
 	if (rc)	/* ENOENT: no VMA from here on; ESRCH: the process is gone */
 		return errno == ENOENT || errno == ESRCH ? 0 : -errno;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,6 +75,9 @@ static void usage(FILE *f)
 "  --no-gro               receive datagram by datagram, without UDP_GRO coalescing\n"
 "  --rundir DIR           where the control socket goes (default $ODPEMU_RUNDIR, else\n"
 "                         /run/odpemu as root, $XDG_RUNTIME_DIR/odpemu otherwise)\n"
+"  --group GROUP          give the control socket (mode 0660) to this group, a name or a\n"
+"                         numeric gid: its members may use the device (default the\n"
+"                         daemon's own group; root and the daemon's user always may)\n"
 "  --foreground           stay in the foreground, log to stderr (default: detach once\n"
 "                         ready, log to <rundir>/NAME.log)\n"
 "  --log-level L          err, warn, info (default) or debug\n"
@@ -85,7 +89,7 @@ static void usage(FILE *f)
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
-	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_HELP, OPT_VERSION, OPT_WIRE };
+	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_GROUP, OPT_HELP, OPT_VERSION, OPT_WIRE };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -100,6 +104,7 @@ static const struct option longopts[] = {
 	{ "foreground", no_argument, NULL, OPT_FG },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "rundir", required_argument, NULL, OPT_RUNDIR },
+	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "poll-us", required_argument, NULL, OPT_POLL },
 	{ "fault-around", required_argument, NULL, OPT_AROUND },
 	{ "no-gso", no_argument, NULL, OPT_NO_GSO },
@@ -159,6 +164,23 @@ static bool name_ok(const char *n)
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
 			return false;
 	return true;
+}
+
+/* --group: a numeric gid, else a group name the system knows. (gid_t)-1 is not a gid:
+ * chown takes it as "leave the group". */
+static int parse_group(const char *s, uint32_t *gid)
+{
+	struct group *g;
+	uint64_t v;
+
+	if (!parse_u64(s, 0, UINT32_MAX - 1, &v)) {
+		*gid = (uint32_t)v;
+		return 0;
+	}
+	if (!(g = getgrnam(s)))	/* parsed before any thread starts */
+		return -1;
+	*gid = (uint32_t)g->gr_gid;
+	return 0;
 }
 
 static int parse_level(const char *s)
@@ -224,6 +246,12 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 			return bad("--log-level '%s': want err, warn, info or debug", arg);
 		return 0;
 	case OPT_RUNDIR: o->rundir = arg; return 0;
+	case OPT_GROUP:
+		if (parse_group(arg, &o->group_gid))
+			return bad("--group '%s': no such group (give a group name from the "
+				   "group database, getent group, or a numeric gid)", arg);
+		o->group = arg;
+		return 0;
 	case OPT_NO_GSO: o->no_gso = true; return 0;
 	case OPT_NO_GRO: o->no_gro = true; return 0;
 	case OPT_FAULT_THREAD: o->fault_thread = true; return 0;

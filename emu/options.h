@@ -26,6 +26,8 @@ struct emu_options {
 	bool foreground;		/* --foreground */
 	int log_level;			/* --log-level err|warn|info|debug */
 	const char *rundir;		/* --rundir (else $ODPEMU_RUNDIR or the default) */
+	const char *group;		/* --group as given (NULL: the daemon's own group) */
+	uint32_t group_gid;		/* --group: the control socket's group */
 	int poll_us;			/* --poll-us: spin this long before sleeping; -1:
 					 * adaptive (the default, poll.h) */
 	uint64_t fault_around;		/* --fault-around BYTES (0: nic default) */

@@ -189,7 +189,7 @@ static void port_cq_notify(void *ctx, struct nic_cq *cq)
 
 	(void)ctx;
 	if (o)
-		o->u.cq.notify_pending = true;	/* sent by the loop's CQ service (rings.c) */
+		emu_cq_notify_later(o);	/* sent by the loop's CQ service (rings.c) */
 }
 
 static bool port_cq_write(void *ctx, struct nic_cq *cq, const struct nic_wc *wc)

@@ -3,8 +3,12 @@
  * rings — the data path in shared memory. Work requests come in through SQ/RQ/SRQ rings
  * and go into nic/ (one nic_post_send_list per drained batch: one doorbell, one AckReq);
  * completions go out through CQ rings. The client wrote every slot and index: each slot is
- * copied out before it is checked, and an index that claims more than the ring holds is
- * clamped, so a misbehaving client can break only its own queues.
+ * copied out before it is checked, and a producer index that claims more than the ring
+ * holds is refused once and then ignored (nothing is taken from the ring while it does),
+ * so a misbehaving client can break only its own queues, and only once: a QP in ERR takes
+ * further bad slots without another log line or event. A slot refused is a malformed WQE
+ * to nic/ (nic_post_send_bad): it completes LOC_QP_OP_ERR, as a NIC completes one it
+ * fetched, so the client waits for nothing; what follows it flushes.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -14,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "ipc_db.h"
 #include "ipc_ring.h"
 #include "log.h"
 #include "nic.h"
@@ -49,14 +54,26 @@ void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, 
 	r->size = size;
 	r->slot = slot;
 	r->idx = 0;
+	r->lied = false;
 }
 
-/* Entries the client has produced and the daemon not yet consumed, clamped to the ring. */
+/* Entries the client has produced and the daemon not yet consumed. An honest producer
+ * waits for cons, so an index more than the ring ahead is a lie: nothing is taken. */
 static uint32_t ring_avail(const struct emu_ring *r)
 {
 	uint32_t n = atomic_load_explicit(&r->hdr->prod, memory_order_acquire) - r->idx;
 
-	return n > r->size ? r->size : n;
+	return n > r->size ? 0 : n;
+}
+
+/* Does the producer index lie, for the first time since it last made sense? */
+static bool ring_lies(struct emu_ring *r)
+{
+	uint32_t n = atomic_load_explicit(&r->hdr->prod, memory_order_acquire) - r->idx;
+	bool first = n > r->size && !r->lied;
+
+	r->lied = n > r->size;
+	return first;
 }
 
 static void *slot_at(const struct emu_ring *r, uint32_t idx)
@@ -115,17 +132,41 @@ static bool swqe_to_wr(struct emu_obj *q, struct emu_wr_copy *c, uint32_t slot_l
 	return true;
 }
 
-/* A WR the daemon had to refuse: complete it with an error in the client's send CQ by
- * moving the QP to ERR (nic then flushes it like every WR posted in ERR). */
-static void refuse(struct emu_obj *q, const char *why)
+static bool in_err(const struct emu_obj *q)
+{
+	return nic_qp_state(q->u.qp.qp) == ODPEMU_QPS_ERR;
+}
+
+/* The client broke q's rings: counted; unless said already (q was in ERR), q to ERR (nic/
+ * flushes what it holds), a log line and QP_FATAL: a ring of garbage is not a line per
+ * slot. */
+static void refuse(struct emu_obj *q, bool said, const char *why)
 {
 	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_ERR };
 
 	q->s->d->ctr.ring_bad_wqe++;
-	emu_log(EMU_LOG_WARN, "session %u QP %u: bad send WQE (%s): QP to ERR", q->s->id,
+	if (said)
+		return;
+	emu_log(EMU_LOG_WARN, "session %u QP %u: bad WQE (%s): QP to ERR", q->s->id,
 		nic_qp_num(q->u.qp.qp), why);
-	nic_qp_modify(q->u.qp.qp, &a, ODPEMU_QP_STATE, emu_now_ns(), NULL);
+	if (!in_err(q))		/* not already failed by its refused WQE */
+		nic_qp_modify(q->u.qp.qp, &a, ODPEMU_QP_STATE, emu_now_ns(), NULL);
 	emu_session_event(q->s, ODPEMU_EVENT_QP_FATAL, q->handle);
+}
+
+/* The send slot at the ring's head (copied in c) refused: it completes in error in its
+ * place (nic_post_send_bad: the cause, not WR_FLUSH_ERR, and the QP in ERR), then it is
+ * consumed. false: nic/'s send queue is full, the slot stays for a later round. */
+static bool refuse_swqe(struct emu_obj *q, const struct emu_wr_copy *c, const char *why)
+{
+	const struct ipc_swqe *w = (const struct ipc_swqe *)(const void *)c->slot;
+	bool said = in_err(q);
+
+	if (nic_post_send_bad(q->u.qp.qp, w->wr_id, emu_now_ns()) == -ENOMEM)
+		return false;
+	consume(&q->u.qp.sq, 1);
+	refuse(q, said, why);
+	return true;
 }
 
 static bool drain_sq(struct emu_obj *q)
@@ -137,32 +178,27 @@ static bool drain_sq(struct emu_obj *q)
 	unsigned posted = 0;
 	int rc;
 
+	if (ring_lies(r))
+		refuse(q, in_err(q), "producer index beyond the send ring");
 	if (!n)
 		return false;
 	for (uint32_t i = 0; i < take; i++) {
 		memcpy(copies[i].slot, slot_at(r, r->idx + i), r->slot);
 		if (!swqe_to_wr(q, &copies[i], r->slot, &wrs[i])) {
 			take = i;
-			if (!i) {
-				consume(r, 1);
-				refuse(q, "SGE count or inline size beyond the QP's caps");
-				return true;
-			}
-			break;
+			if (!i)
+				return refuse_swqe(q, &copies[0], "SGE count or inline size "
+						   "beyond the QP's caps");
+			break;	/* those before it are posted; it is refused at the head */
 		}
 	}
 	rc = nic_post_send_list(q->u.qp.qp, wrs, take, &posted, emu_now_ns());
-	if (rc == -ENOMEM) {			/* the send queue is full: later */
-		consume(r, posted);
+	consume(r, posted);
+	if (rc == -ENOMEM)			/* the send queue is full: later */
 		return posted > 0;
-	}
-	if (rc) {
-		consume(r, posted + 1);
-		refuse(q, rc == -EPERM ? "posted in a state that takes no sends" :
-		       "malformed work request");
-		return true;
-	}
-	consume(r, take);
+	if (rc)
+		return refuse_swqe(q, &copies[posted], rc == -EPERM ? "posted in a state that "
+				   "takes no sends" : "malformed work request") || posted > 0;
 	return true;
 }
 
@@ -187,22 +223,91 @@ static bool drain_rq(struct emu_obj *o, struct emu_ring *r, uint32_t max_sge)
 	struct emu_wr_copy c;	/* one slot at a time: small enough for the stack */
 	uint32_t n = ring_avail(r), done = 0;
 
+	if (ring_lies(r)) {
+		if (o->type == EMU_OBJ_QP)
+			refuse(o, in_err(o), "producer index beyond the receive ring");
+		else
+			o->s->d->ctr.ring_bad_wqe++;	/* an SRQ's: counted, nothing taken */
+	}
+
 	for (; done < n && done < EMU_DRAIN_BATCH; done++) {
+		struct ipc_rwqe *w = (struct ipc_rwqe *)(void *)c.slot;
 		int rc;
 
 		memcpy(c.slot, slot_at(r, r->idx), r->slot);
-		rc = post_one_recv(o, (struct ipc_rwqe *)(void *)c.slot, max_sge, r->slot);
+		rc = post_one_recv(o, w, max_sge, r->slot);
 		if (rc == -ENOMEM)
 			break;
 		consume(r, 1);
-		if (rc && o->type == EMU_OBJ_QP) {
-			refuse(o, "malformed receive WQE");
+		if (rc && o->type == EMU_OBJ_QP) {	/* completes in error, as a send slot */
+			bool said = in_err(o);
+
+			nic_post_recv_bad(o->u.qp.qp, w->wr_id, emu_now_ns());
+			refuse(o, said, "malformed receive WQE");
+			done++;
 			break;
 		}
-		if (rc)
+		if (rc)		/* an SRQ's: counted; no QP to fail, nothing to complete */
 			o->s->d->ctr.ring_bad_wqe++;
 	}
 	return done > 0;
+}
+
+static void take_arm(struct emu_obj *cq);
+
+/* One object's rings; a ring that still holds entries (a batch's worth taken, or nic/'s
+ * queue full) marks its object again for the next round. */
+static bool drain_obj(struct emu_obj *o)
+{
+	bool work = false, again = false;
+
+	if (o->type == EMU_OBJ_QP) {
+		work = drain_sq(o);
+		again = ring_avail(&o->u.qp.sq) > 0;
+		if (!o->u.qp.srq) {
+			work |= drain_rq(o, &o->u.qp.rq, o->u.qp.max_recv_sge);
+			again |= ring_avail(&o->u.qp.rq) > 0;
+		}
+	} else if (o->type == EMU_OBJ_SRQ) {
+		work = drain_rq(o, &o->u.srq.ring, o->u.srq.max_sge);
+		again = ring_avail(&o->u.srq.ring) > 0;
+	} else if (o->type == EMU_OBJ_CQ) {
+		take_arm(o);
+	}
+	if (again && o->s->db)
+		ipc_db_mark(o->s->db, o->handle);
+	return work;
+}
+
+struct take {
+	struct emu_session *s;
+	bool work, all;
+};
+
+static void take_one(void *arg, uint32_t h)
+{
+	struct take *t = arg;
+	struct emu_obj *o = h < t->s->nobjs ? t->s->objs[h] : NULL;
+
+	if (!h)
+		t->all = true;	/* handle 0: "look at everything" (lib_doorbell) */
+	else if (o)		/* the client may mark anything: only existing objects count */
+		t->work |= drain_obj(o);
+}
+
+/* Every queue of s: a session without a doorbell page, or one that asked (handle 0). */
+static bool drain_all(struct emu_session *s, bool arms)
+{
+	bool work = false;
+
+	emu_for_each_obj(qp, s, EMU_OBJ_QP)
+		work |= drain_obj(qp);
+	emu_for_each_obj(srq, s, EMU_OBJ_SRQ)
+		work |= drain_obj(srq);
+	if (arms)
+		emu_for_each_obj(cq, s, EMU_OBJ_CQ)
+			take_arm(cq);
+	return work;
 }
 
 bool emu_rings_drain(struct emu_daemon *d)
@@ -210,13 +315,16 @@ bool emu_rings_drain(struct emu_daemon *d)
 	bool work = false;
 
 	for (struct emu_session *s = d->sessions; s; s = s->next) {
-		emu_for_each_obj(qp, s, EMU_OBJ_QP) {
-			work |= drain_sq(qp);
-			if (!qp->u.qp.srq)
-				work |= drain_rq(qp, &qp->u.qp.rq, qp->u.qp.max_recv_sge);
+		struct take t = { s, false, false };
+
+		if (!s->db) {
+			work |= drain_all(s, false);	/* arms: emu_rings_service_cqs */
+			continue;
 		}
-		emu_for_each_obj(srq, s, EMU_OBJ_SRQ)
-			work |= drain_rq(srq, &srq->u.srq.ring, srq->u.srq.max_sge);
+		ipc_db_take(s->db, s->nobjs, take_one, &t);
+		if (t.all)
+			t.work |= drain_all(s, true);
+		work |= t.work;
 	}
 	return work;
 }
@@ -283,6 +391,15 @@ bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc)
 	return true;
 }
 
+void emu_cq_notify_later(struct emu_obj *cq)
+{
+	if (cq->u.cq.notify_pending)
+		return;
+	cq->u.cq.notify_pending = true;
+	if (cq->s->db && emu_session_cq_notify(cq))
+		notify(cq);	/* no room to remember it: now (the completion is in the ring) */
+}
+
 /* Once a round: arm requests, and notifications nic/ raised while writing completions
  * (the completion is in the ring before its event is). */
 static void service_cq(struct emu_obj *cq)
@@ -294,7 +411,20 @@ static void service_cq(struct emu_obj *cq)
 
 void emu_rings_service_cqs(struct emu_daemon *d)
 {
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		emu_for_each_obj(cq, s, EMU_OBJ_CQ)
-			service_cq(cq);
+	for (struct emu_session *s = d->sessions; s; s = s->next) {
+		if (!s->db) {
+			emu_for_each_obj(cq, s, EMU_OBJ_CQ)
+				service_cq(cq);
+			continue;
+		}
+		/* Arms were taken with the marks; a handle here may name a CQ destroyed (or
+		 * another object) since: only a CQ still waiting is notified. */
+		for (uint32_t i = 0; i < s->ncq_notify; i++) {
+			struct emu_obj *cq = emu_obj_get(s, s->cq_notify[i], EMU_OBJ_CQ);
+
+			if (cq && cq->u.cq.notify_pending)
+				notify(cq);
+		}
+		s->ncq_notify = 0;
+	}
 }

@@ -28,6 +28,8 @@ struct emu_ring {
 	void *base;
 	uint32_t offset, size, slot;
 	uint32_t idx;			/* daemon's index: cons (SQ/RQ/SRQ) or prod (CQ) */
+	bool lied;			/* SQ/RQ/SRQ: the producer index claims more than the
+					 * ring holds (refused once, ignored while it does) */
 };
 
 #define EMU_DRAIN_BATCH 32	/* WRs taken from one ring per drain (a send batch is one
@@ -52,11 +54,16 @@ struct emu_drain_scratch {
 int emu_ring_map(struct emu_obj *o, size_t len, int *fd_out);
 /* Initialise the ring header at base + at and r, the daemon's view of it. */
 void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, uint32_t slot);
-/* Take what the clients posted on every SQ, RQ and SRQ into nic/; true if anything was. */
+/* Take what the clients posted into nic/ — the SQs, RQs and SRQs they marked on their
+ * doorbell pages (ipc_db.h), and take their CQ arms; true if anything was. */
 bool emu_rings_drain(struct emu_daemon *d);
 /* ports.cq_write of the CQ object cq: false when its ring is full. */
 bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc);
-/* Once a round: the clients' CQ arm requests, and the notifications nic/ raised. */
+/* ports.cq_notify of the CQ object cq: its notification goes out with the round's CQ
+ * service (its completion is in the ring already). */
+void emu_cq_notify_later(struct emu_obj *cq);
+/* Once a round: the clients' CQ arm requests (of sessions without a doorbell page: the
+ * others' come with their marks), and the notifications nic/ raised. */
 void emu_rings_service_cqs(struct emu_daemon *d);
 
 #endif

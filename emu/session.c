@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,8 +23,6 @@
 #include "orphan.h"
 #include "watch.h"
 #include "verbs.h"
-
-#define SESSION_MAX_OBJS (1u << 16)
 
 /* Every armed multishot poll of a session counts; the struct is freed only when the session
  * is dead and the last poll has posted its final completion (one without F_MORE), since
@@ -105,10 +104,36 @@ void emu_session_set_supervise(struct emu_session *s, int listener)
 	emu_session_arm(s, listener, &s->sup_io);
 }
 
-/* Only the daemon's user, its group, or root may use the device (the socket is 0660). */
-static bool peer_allowed(struct ucred *cr)
+/* Is gid among the peer's supplementary groups (as they were at connect)? */
+static bool peer_in_group(int fd, gid_t gid)
 {
-	return cr->uid == 0 || cr->uid == geteuid() || cr->gid == getegid();
+	gid_t small[64], *g = small;
+	socklen_t len = sizeof(small);
+	bool in = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)))
+			return false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len))
+			len = 0;
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t) && !in; i++)
+		in = g[i] == gid;
+	if (g != small)
+		free(g);
+	return in;
+}
+
+/* Root, the daemon's user and the members of the socket's group (--group, else the
+ * daemon's) may use the device: whom the socket's mode 0660 lets connect, checked again
+ * on the connection in case the file's mode or owner was changed. A member is one by
+ * primary or supplementary group. */
+static bool peer_allowed(struct emu_daemon *d, int fd, const struct ucred *cr)
+{
+	gid_t group = d->opt.group ? (gid_t)d->opt.group_gid : getegid();
+
+	return cr->uid == 0 || cr->uid == geteuid() || cr->gid == group ||
+	       peer_in_group(fd, group);
 }
 
 int emu_session_accept(struct emu_daemon *d, int fd)
@@ -117,9 +142,9 @@ int emu_session_accept(struct emu_daemon *d, int fd)
 	socklen_t len = sizeof(cr);
 	struct emu_session *s;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(&cr)) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || !peer_allowed(d, fd, &cr)) {
 		emu_log(EMU_LOG_WARN, "refused a client (uid %u): not root, the daemon's user "
-			"or group", (unsigned)cr.uid);
+			"or a member of the socket's group", (unsigned)cr.uid);
 		return -EPERM;
 	}
 	if (!(s = calloc(1, sizeof(*s))))
@@ -165,25 +190,19 @@ struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj
 	return o && o->type == type ? o : NULL;
 }
 
-/* Link o into its type's list at its handle's place: walked from the end, since a new
- * handle is most often the highest. */
+/* Append o to its type's list (creation order). */
 static void link_type(struct emu_session *s, struct emu_obj *o)
 {
 	struct emu_obj_list *l = &s->of_type[o->type];
-	struct emu_obj *after = l->last;
 
-	while (after && after->handle > o->handle)
-		after = after->type_prev;
-	o->type_prev = after;
-	o->type_next = after ? after->type_next : l->first;
-	if (o->type_next)
-		o->type_next->type_prev = o;
-	else
-		l->last = o;
-	if (after)
-		after->type_next = o;
+	o->type_prev = l->last;
+	o->type_next = NULL;
+	if (l->last)
+		l->last->type_next = o;
 	else
 		l->first = o;
+	l->last = o;
+	l->n++;
 }
 
 static void unlink_type(struct emu_session *s, struct emu_obj *o)
@@ -198,31 +217,91 @@ static void unlink_type(struct emu_session *s, struct emu_obj *o)
 		o->type_next->type_prev = o->type_prev;
 	else
 		l->last = o->type_prev;
+	l->n--;
+}
+
+static void mark_used(struct emu_session *s, uint32_t h, bool used)
+{
+	uint32_t w = h / 64;
+
+	if (used)
+		s->used[w] |= 1ull << (h % 64);
+	else
+		s->used[w] &= ~(1ull << (h % 64));
+	if (s->used[w] == UINT64_MAX)
+		s->full[w / 64] |= 1ull << (w % 64);
+	else
+		s->full[w / 64] &= ~(1ull << (w % 64));
+}
+
+/* Double the table (64 handles at first); handle 0 is never given. */
+static int grow_table(struct emu_session *s)
+{
+	uint32_t old = s->nobjs, n = old ? old * 2 : 64;
+	uint32_t ow = old / 64, nw = n / 64, ofw = (ow + 63) / 64, nfw = (nw + 63) / 64;
+	struct emu_obj **t;
+	uint64_t *u, *f;
+
+	if (n > IPC_DB_HANDLES)
+		return -ENOSPC;
+	if (!(t = realloc(s->objs, n * sizeof(*t))))
+		return -ENOMEM;
+	s->objs = t;
+	if (!(u = realloc(s->used, nw * sizeof(*u))))
+		return -ENOMEM;
+	s->used = u;
+	if (!(f = realloc(s->full, nfw * sizeof(*f))))
+		return -ENOMEM;
+	s->full = f;
+	memset(t + old, 0, (n - old) * sizeof(*t));
+	memset(u + ow, 0, (nw - ow) * sizeof(*u));
+	memset(f + ofw, 0, (nfw - ofw) * sizeof(*f));
+	s->nobjs = n;
+	if (!old)
+		mark_used(s, 0, true);
+	return 0;
+}
+
+/* The lowest free handle, or s->nobjs when the table is full. */
+static uint32_t first_free(const struct emu_session *s)
+{
+	uint32_t words = s->nobjs / 64;
+
+	for (uint32_t i = 0; i < (words + 63) / 64; i++) {
+		uint64_t room = ~s->full[i];
+
+		if (words - i * 64 < 64)
+			room &= (1ull << (words - i * 64)) - 1;
+		if (room) {
+			uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(room);
+
+			return w * 64 + (uint32_t)__builtin_ctzll(~s->used[w]);
+		}
+	}
+	return s->nobjs;
+}
+
+const char *emu_obj_new_why(const struct emu_session *s)
+{
+	return s->nobjs >= IPC_DB_HANDLES && first_free(s) >= s->nobjs ?
+		"the session holds 1,048,575 objects, the most one process may have on a "
+		"device (close some, or open the device again)" : "the daemon is out of memory";
 }
 
 struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
 {
-	uint32_t h;
+	uint32_t h = first_free(s);
 	struct emu_obj *o;
 
-	for (h = 1; h < s->nobjs && s->objs[h]; h++)
-		;
-	if (h >= s->nobjs) {
-		uint32_t n = s->nobjs ? s->nobjs * 2 : 16;
-		struct emu_obj **t;
-
-		if (n > SESSION_MAX_OBJS || !(t = realloc(s->objs, n * sizeof(*t))))
-			return NULL;
-		memset(t + s->nobjs, 0, (n - s->nobjs) * sizeof(*t));
-		s->objs = t;
-		s->nobjs = n;
-	}
+	if (h >= s->nobjs && (grow_table(s) || (h = first_free(s)) >= s->nobjs))
+		return NULL;
 	if (!(o = calloc(1, sizeof(*o))))
 		return NULL;
 	o->type = type;
 	o->handle = h;
 	o->s = s;
 	s->objs[h] = o;
+	mark_used(s, h, true);
 	link_type(s, o);
 	return o;
 }
@@ -231,7 +310,45 @@ void emu_obj_free(struct emu_obj *o)
 {
 	unlink_type(o->s, o);
 	o->s->objs[o->handle] = NULL;
+	mark_used(o->s, o->handle, false);
 	free(o);
+}
+
+int emu_session_db(struct emu_session *s, int *fd_out)
+{
+	int fd = memfd_create("odpemu-doorbells", MFD_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, sizeof(*s->db)) ||
+	    (p = mmap(NULL, sizeof(*s->db), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+	    MAP_FAILED) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	s->db = p;
+	*fd_out = fd;
+	return 0;
+}
+
+int emu_session_cq_notify(struct emu_obj *cq)
+{
+	struct emu_session *s = cq->s;
+
+	if (s->ncq_notify == s->cq_notify_cap) {
+		uint32_t cap = s->cq_notify_cap ? s->cq_notify_cap * 2 : 16;
+		uint32_t *t = realloc(s->cq_notify, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		s->cq_notify = t;
+		s->cq_notify_cap = cap;
+	}
+	s->cq_notify[s->ncq_notify++] = cq->handle;
+	return 0;
 }
 
 void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint32_t handle)
@@ -321,6 +438,14 @@ void emu_session_close(struct emu_session *s)
 	if (s->event_wr >= 0)
 		close(s->event_wr);
 	free(s->objs);
+	free(s->used);
+	free(s->full);
+	free(s->cq_notify);
+	if (s->db)
+		munmap(s->db, sizeof(*s->db));
 	s->objs = NULL;
-	s->nobjs = 0;
+	s->used = s->full = NULL;
+	s->cq_notify = NULL;
+	s->db = NULL;
+	s->nobjs = s->ncq_notify = s->cq_notify_cap = 0;
 }

@@ -7,10 +7,17 @@
  * dependency order, as the kernel does for a dead process's verbs objects.
  *
  * OBJECTS. The table finds an object by handle. Everything that wants the objects of one
- * kind (the rings to drain, the CQs to service, the MRs to sum, the QPs to stop) walks that
- * type's list, s->of_type[type], with emu_for_each_obj: an object is linked in at
- * emu_obj_new and out at emu_obj_free, so nothing scans the whole table on the data path.
- * The lists keep handle order, the order a walk of the table gave.
+ * kind (the MRs to sum, the QPs to stop) walks that type's list, s->of_type[type], with
+ * emu_for_each_obj: an object is linked in at emu_obj_new and out at emu_obj_free, so
+ * nothing scans the whole table. The lists keep creation order. A new object takes the
+ * lowest free handle, found through a bitmap of used handles with a summary of its full
+ * words (two loads per 4,096 handles), so creating and destroying stay O(1) whatever the
+ * session holds; at most IPC_DB_HANDLES - 1 handles.
+ *
+ * DOORBELLS. The rings to drain and the CQ arms to take are the handles the client marked
+ * on the session's doorbell page (ipc_db.h), not a walk of every QP; the CQs nic/ asked to
+ * notify wait in cq_notify. A session without a page (made by hand, as the fuzz target's)
+ * is walked whole each round.
  *
  * LIFETIME. emu_session_close() frees the objects and marks the session dead; the struct
  * itself is freed by the final completion of its last armed poll (io_uring hands the
@@ -27,6 +34,7 @@
 #include <sys/types.h>
 
 #include "ipc.h"
+#include "ipc_db.h"
 #include "interval.h"
 #include "loop.h"
 #include "rings.h"
@@ -126,10 +134,17 @@ struct emu_session {
 	bool hello_done, dead;
 	unsigned polls;			/* armed multishot polls */
 	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
-	uint32_t nobjs;
+	uint32_t nobjs;			/* a multiple of 64 */
+	uint64_t *used;			/* bit per handle (see OBJECTS) */
+	uint64_t *full;			/* bit per word of used: all ones */
 	struct emu_obj_list {
 		struct emu_obj *first, *last;
+		uint32_t n;
 	} of_type[EMU_OBJ_TYPES];	/* every object, by type (see OBJECTS) */
+	struct ipc_db_page *db;		/* the client's marks (see DOORBELLS), or NULL */
+	uint32_t *cq_notify;		/* handles of CQs with notify_pending (see DOORBELLS) */
+	uint32_t ncq_notify, cq_notify_cap;
+	unsigned limits_logged;		/* enum emu_limit bits already in the log (verbs.c) */
 	uint64_t events_dropped;
 	/* a synchronous advise_mr waiting for its requests */
 	uint32_t advise_seq;
@@ -157,8 +172,14 @@ void emu_session_set_supervise(struct emu_session *s, int listener);
 
 /* The object of s with this handle and type, or NULL. */
 struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type);
-/* A zeroed object with the lowest free handle, or NULL (out of memory or handles). */
+/* A zeroed object with the lowest free handle, or NULL: out of memory, or the session
+ * has IPC_DB_HANDLES - 1 objects (emu_obj_new_why says which). */
 struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type);
+const char *emu_obj_new_why(const struct emu_session *s);
+/* Map the session's doorbell page (HELLO): 0 and *fd for the client, or -errno. */
+int emu_session_db(struct emu_session *s, int *fd);
+/* Remember that CQ object cq has a notification to send (ports.c): 0 or -ENOMEM. */
+int emu_session_cq_notify(struct emu_obj *cq);
 /* Free the handle and the struct (whatever it holds is the caller's: verbs.h destroys). */
 void emu_obj_free(struct emu_obj *o);
 

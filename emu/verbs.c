@@ -25,6 +25,7 @@
 #include "session.h"
 #include "verbs.h"
 #include "lease.h"
+#include "limits.h"
 #include "watch.h"
 
 
@@ -93,11 +94,18 @@ static int op_hello(struct emu_req *r)
 	struct emu_session *s = r->s;
 	const struct ipc_hello_req *q = r->body;
 	struct ipc_hello_rep rep = { .session = s->id, .daemon_pid = (uint32_t)getpid() };
-	int p[2], fds[3];
+	int p[2], fds[4], rc;
 
 	EMU_WANT_BODY(r, struct ipc_hello_req);
-	if (event_pipe(p))
-		return emu_reply_err(r, -errno, "pipe: %s", strerror(errno));
+	if ((rc = emu_session_db(s, &fds[3])))
+		return emu_reply_err(r, rc, "doorbell page: %s", strerror(-rc));
+	if (event_pipe(p)) {
+		rc = -errno;
+		close(fds[3]);
+		munmap(s->db, sizeof(*s->db));
+		s->db = NULL;
+		return emu_reply_err(r, rc, "pipe: %s", strerror(-rc));
+	}
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
 	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 2 && is_uffd(r->fds[0]) &&
 	    is_seqpacket(r->fds[1])) {
@@ -110,8 +118,9 @@ static int op_hello(struct emu_req *r)
 	fds[1] = s->doorbell;
 	fds[2] = s->d->status_fd;
 	s->hello_done = true;
-	emu_ctl_reply(s, r->hdr, 0, &rep, sizeof(rep), fds, 3);
+	emu_ctl_reply(s, r->hdr, 0, &rep, sizeof(rep), fds, 4);
 	close(p[0]);
+	close(fds[3]);		/* the client has its copy; the mapping stays */
 	if (!s->d->port_up)
 		emu_session_event(s, ODPEMU_EVENT_PORT_ERR, 1);
 	return 0;
@@ -179,10 +188,10 @@ static int op_alloc_pd(struct emu_req *r)
 	if (r->len)
 		return emu_reply_err(r, -EBADMSG, "ALLOC_PD has no body");
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_PD)))
-		return emu_reply_err(r, -ENOMEM, "too many objects in this session");
+		return emu_reply_no_obj(r, "alloc_pd");
 	if ((rc = nic_pd_alloc(r->s->d->nic, r->s->id, &o->u.pd))) {
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "alloc_pd: %s", strerror(-rc));
+		return emu_reply_nic(r, "alloc_pd", rc, EMU_LIMIT_PD, NULL);
 	}
 	rep.handle = o->handle;
 	return ok(r, &rep, sizeof(rep));
@@ -253,11 +262,16 @@ static int map_pins(struct emu_req *r, const struct ipc_reg_mr_req *q, void **ou
 	for (unsigned i = 0; i < q->nsegs; i++) {
 		const struct ipc_mr_seg *g = &q->segs[i];
 
-		if (!g->len || (g->len | g->fd_offset) & 4095 || g->len > end - start - at ||
-		    mmap(base + at, g->len, prot, MAP_SHARED | MAP_FIXED, r->fds[i],
-			 (off_t)g->fd_offset) == MAP_FAILED) {
+		if (!g->len || (g->len | g->fd_offset) & 4095 || g->len > end - start - at) {
 			munmap(base, end - start);
 			return -EINVAL;
+		}
+		if (mmap(base + at, g->len, prot, MAP_SHARED | MAP_FIXED, r->fds[i],
+			 (off_t)g->fd_offset) == MAP_FAILED) {
+			int e = errno == ENOMEM ? -ENOMEM : -EINVAL;	/* ENOMEM: the map count */
+
+			munmap(base, end - start);
+			return e;
 		}
 		at += g->len;
 	}
@@ -287,7 +301,9 @@ static int pin_host(struct emu_req *r, const struct ipc_reg_mr_req *q, struct ni
 		r->s->d->ctr.mrs_pinned_by_address++;
 		return 0;
 	}
-	if ((rc = map_pins(r, q, pin, pin_len, &guarded)))
+	if ((rc = map_pins(r, q, pin, pin_len, &guarded)) == -ENOMEM)
+		return emu_reply_host_err(r, "reg_mr", "mapping the pinned pages", rc);
+	if (rc)
 		return emu_reply_err(r, rc, "reg_mr: the pinned segments do not cover the range "
 				     "(%u segments, %u fds) or cannot be mapped", q->nsegs, r->nfds);
 	init->host = PIN_TAG | (guarded ? PIN_GUARD_TAG : 0) |
@@ -339,16 +355,17 @@ static int op_reg_mr(struct emu_req *r)
 	} else if (q->nsegs || q->flags) {
 		return emu_reply_err(r, -EINVAL, "reg_mr: an ODP MR has no segments");
 	}
-	if (!(o = emu_obj_new(r->s, EMU_OBJ_MR)))
-		rc = -ENOMEM;
-	else if ((rc = nic_mr_reg(pd->u.pd, &init, &o->u.mr.mr)))
-		emu_obj_free(o);
-	if (rc) {
-		const char *why = nic_mr_init_why(r->s->d->nic, &init);
-
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_MR))) {
 		if (pin)
 			munmap(pin, pin_len);
-		return emu_reply_err(r, rc, "reg_mr: %s", why ? why : strerror(-rc));
+		return emu_reply_no_obj(r, "reg_mr");
+	}
+	if ((rc = nic_mr_reg(pd->u.pd, &init, &o->u.mr.mr))) {
+		emu_obj_free(o);
+		if (pin)
+			munmap(pin, pin_len);
+		return emu_reply_nic(r, "reg_mr", rc, EMU_LIMIT_MR,
+				     rc == -EINVAL ? nic_mr_init_why(r->s->d->nic, &init) : NULL);
 	}
 	nic_mr_set_owner(o->u.mr.mr, o);
 	o->u.mr.pin = pin;
@@ -414,13 +431,12 @@ static int op_restore_mr(struct emu_req *r)
 	return ok(r, NULL, 0);
 }
 
-/* The MR of this session whose lkey is `lkey`. */
+/* The MR of this session whose lkey is `lkey` (nic/'s key table: O(1)). */
 static struct emu_obj *mr_by_lkey(struct emu_session *s, uint32_t lkey)
 {
-	emu_for_each_obj(mr, s, EMU_OBJ_MR)
-		if (nic_mr_lkey(mr->u.mr.mr) == lkey)
-			return mr;
-	return NULL;
+	struct emu_obj *mr = nic_mr_owner_by_key(s->d->nic, lkey);
+
+	return mr && mr->type == EMU_OBJ_MR && mr->s == s ? mr : NULL;
 }
 
 static int op_advise_mr(struct emu_req *r)
@@ -470,7 +486,7 @@ static int op_create_channel(struct emu_req *r)
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_CHANNEL))) {
 		close(p[0]);
 		close(p[1]);
-		return emu_reply_err(r, -ENOMEM, "too many objects");
+		return emu_reply_no_obj(r, "create_comp_channel");
 	}
 	o->u.ch.wr_fd = p[1];
 	rep.handle = o->handle;
@@ -492,16 +508,16 @@ static int op_create_cq(struct emu_req *r)
 		return emu_reply_err(r, -EINVAL, "create_cq: cqe %u not in 1..%u", q->cqe,
 				     nic_attr(r->s->d->nic)->max_cqe);
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_CQ)))
-		return emu_reply_err(r, -ENOMEM, "too many objects");
+		return emu_reply_no_obj(r, "create_cq");
 	size = ipc_pow2(q->cqe);
 	if ((rc = nic_cq_create(r->s->d->nic, q->cqe, &o->u.cq.cq))) {
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_cq: %s", strerror(-rc));
+		return emu_reply_nic(r, "create_cq", rc, EMU_LIMIT_CQ, NULL);
 	}
 	if ((rc = emu_ring_map(o, ipc_ring_bytes(size, ipc_cq_slot()), &fd))) {
 		nic_cq_destroy(o->u.cq.cq);
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_cq: ring: %s", strerror(-rc));
+		return emu_reply_host_err(r, "create_cq", "its ring", rc);
 	}
 	emu_ring_setup(&o->u.cq.ring, o->map, 0, size, ipc_cq_slot());
 	nic_cq_set_owner(o->u.cq.cq, o);	/* nic/ writes its completions into the ring */

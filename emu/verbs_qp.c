@@ -10,6 +10,7 @@
 #include "ipc_ring.h"
 #include "nic.h"
 #include "rings.h"
+#include "limits.h"
 #include "session.h"
 #include "verbs.h"
 
@@ -31,17 +32,17 @@ int emu_op_create_srq(struct emu_req *r)
 		return emu_reply_err(r, -EINVAL, "create_srq: max_wr 1..%u, max_sge 1..%u",
 				     a->max_srq_wr, a->max_srq_sge);
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_SRQ)))
-		return emu_reply_err(r, -ENOMEM, "too many objects");
+		return emu_reply_no_obj(r, "create_srq");
 	size = ipc_pow2(q->max_wr);
 	slot = ipc_rq_slot(q->max_sge);
 	if ((rc = nic_srq_create(pd->u.pd, q->max_wr, q->max_sge, &o->u.srq.srq))) {
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_srq: %s", strerror(-rc));
+		return emu_reply_nic(r, "create_srq", rc, EMU_LIMIT_SRQ, NULL);
 	}
 	if ((rc = emu_ring_map(o, ipc_ring_bytes(size, slot), &fd))) {
 		nic_srq_destroy(o->u.srq.srq);
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_srq: ring: %s", strerror(-rc));
+		return emu_reply_host_err(r, "create_srq", "its ring", rc);
 	}
 	emu_ring_setup(&o->u.srq.ring, o->map, 0, size, slot);
 	nic_srq_set_owner(o->u.srq.srq, o);
@@ -151,17 +152,18 @@ int emu_op_create_qp(struct emu_req *r)
 		.max_inline_data = q->max_inline_data, .sq_sig_all = q->sq_sig_all != 0,
 		.fault_policy = policy_of(r->s->d, q->fault_policy) };
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_QP)))
-		return emu_reply_err(r, -ENOMEM, "too many objects");
+		return emu_reply_no_obj(r, "create_qp");
 	if ((rc = nic_qp_create(pd->u.pd, &init, &o->u.qp.qp))) {
-		const char *why = nic_qp_init_why(r->s->d->nic, &init);
-
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_qp: %s", why ? why : strerror(-rc));
+		return emu_reply_nic(r, "create_qp", rc, EMU_LIMIT_QP,
+				     nic_qp_init_why(r->s->d->nic, &init));
 	}
 	if ((rc = qp_rings(o, q, &fd))) {
 		nic_qp_destroy(o->u.qp.qp);
 		emu_obj_free(o);
-		return emu_reply_err(r, rc, "create_qp: rings: %s", strerror(-rc));
+		return rc == -EINVAL ? emu_reply_err(r, rc, "create_qp: a slot of the rings would "
+						     "exceed %u bytes", IPC_MAX_SLOT) :
+			emu_reply_host_err(r, "create_qp", "its rings", rc);
 	}
 	nic_qp_set_owner(o->u.qp.qp, o);
 	o->u.qp.pd = pd;

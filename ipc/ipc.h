@@ -38,7 +38,8 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		3	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay */
+#define IPC_VERSION		4	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+					 * 4: the doorbell page (ipc_db.h) */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -90,7 +91,8 @@ struct ipc_err_body {
  * Request: optional fd = the client's userfaultfd (UFFDIO_API done with the features of
  * IPC_UFFD_FEATURES), so the daemon sees unmaps, discards and remaps of MR memory.
  * Reply fds: [0] async event pipe (read end), [1] doorbell eventfd, [2] status page memfd
- * (map read-only, sizeof(struct ipc_status_page)). */
+ * (map read-only, sizeof(struct ipc_status_page)), [3] the session's doorbell page memfd
+ * (map read-write, sizeof(struct ipc_db_page): ipc_db.h). */
 struct ipc_hello_req {
 	uint32_t client_version;	/* IPC_VERSION again, for the log */
 	uint32_t flags;			/* IPC_HELLO_* */
@@ -309,9 +311,14 @@ struct ipc_modify_qp_req {		/* handle: QP */
 
 /* ---- counters ----
  * Request: scope and object (handle of the session's object; or, with IPC_CTR_ANY, a QP
- * number / MR lkey of any session, for odpemu-ctl). Reply: n name/value pairs. */
+ * number / MR lkey of any session, for odpemu-ctl). Reply: n name/value pairs. LIST: every
+ * QP and MR of the device ("qp <pid>" = QP number, "mr <pid>" = lkey), of the process
+ * whose pid is id (0: all), QPs or MRs only with IPC_CTR_ONLY_*; a page costs the daemon
+ * what it holds, not the objects before it. */
 enum ipc_ctr_scope { IPC_CTR_DEV = 0, IPC_CTR_QP = 1, IPC_CTR_MR = 2, IPC_CTR_LIST = 3 };
 #define IPC_CTR_ANY 1u
+#define IPC_CTR_ONLY_QPS 2u
+#define IPC_CTR_ONLY_MRS 4u
 struct ipc_counters_req {
 	uint32_t scope;			/* enum ipc_ctr_scope */
 	uint32_t flags;			/* IPC_CTR_ANY */

@@ -80,17 +80,24 @@ ODPEMU_EXPORT const char *odpemu_last_error(struct odpemu_context *context)
 	return context ? lib_ctx(context)->last_error : "";
 }
 
-/* The full fence orders the caller's producer store before the load of `sleeping`; the
- * daemon stores `sleeping` before its last look at the rings, so one of the two sides
- * sees the other (no lost wake-up). */
-void lib_doorbell(struct lib_context *c)
+/* The full fence orders the caller's producer store before the marks and the load of
+ * `sleeping`; the daemon stores `sleeping` before its last look at the marks, so one of
+ * the two sides sees the other (no lost wake-up; ipc_db.h). */
+void lib_doorbell_obj(struct lib_context *c, uint32_t handle)
 {
 	uint64_t one = 1;
 
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!c->status || !atomic_load_explicit(&c->status->sleeping, memory_order_relaxed))
+	if (c->db)
+		ipc_db_mark(c->db, handle);
+	if (!c->status || !atomic_load_explicit(&c->status->sleeping, memory_order_seq_cst))
 		return;
 	if (write(c->doorbell_fd, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is already non-zero, the daemon will wake anyway. */
 	}
+}
+
+void lib_doorbell(struct lib_context *c)
+{
+	lib_doorbell_obj(c, 0);		/* handle 0 is no object: every queue (ipc_db.h) */
 }

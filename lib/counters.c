@@ -20,6 +20,14 @@ static int scope_of(enum odpemu_counter_scope s, struct ipc_counters_req *req)
 	case ODPEMU_COUNTERS_ANY_QP: req->scope = IPC_CTR_QP; req->flags = IPC_CTR_ANY; return 0;
 	case ODPEMU_COUNTERS_ANY_MR: req->scope = IPC_CTR_MR; req->flags = IPC_CTR_ANY; return 0;
 	case ODPEMU_COUNTERS_OBJECTS: req->scope = IPC_CTR_LIST; req->flags = IPC_CTR_ANY; return 0;
+	case ODPEMU_COUNTERS_QPS:
+		req->scope = IPC_CTR_LIST;
+		req->flags = IPC_CTR_ANY | IPC_CTR_ONLY_QPS;
+		return 0;
+	case ODPEMU_COUNTERS_MRS:
+		req->scope = IPC_CTR_LIST;
+		req->flags = IPC_CTR_ANY | IPC_CTR_ONLY_MRS;
+		return 0;
 	default: return -EINVAL;
 	}
 }

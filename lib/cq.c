@@ -293,7 +293,7 @@ ODPEMU_EXPORT int odpemu_req_notify_cq(struct odpemu_cq *pub, int solicited_only
 	/* release: the daemon that sees the new arm_seq sees arm_solicited too */
 	atomic_fetch_add_explicit(&cq->ring.hdr->arm_seq, 1, memory_order_release);
 	pthread_spin_unlock(&cq->lock);
-	lib_doorbell(c);
+	lib_doorbell_obj(c, pub->handle);
 	return 0;
 }
 

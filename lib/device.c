@@ -3,6 +3,7 @@
  * accepts a connection. A socket file left behind by a daemon that died refuses the
  * connection and is not listed. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,9 @@ static bool sock_name(const char *file, char *name)
 	return true;
 }
 
-/* Does a daemon listen there? A full backlog (EAGAIN) still means yes. */
+/* Does a daemon listen there? A full backlog (EAGAIN) still means yes, and so does a
+ * socket we may not connect to (EACCES): it is listed, and opening it says why it fails,
+ * as a verbs device whose node we cannot open is listed. */
 static bool alive(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -37,7 +40,7 @@ static bool alive(const char *path)
 		return false;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	ok = !connect(fd, (struct sockaddr *)&sa, sizeof(sa)) || errno == EAGAIN ||
-	     errno == EINPROGRESS;
+	     errno == EINPROGRESS || errno == EACCES || errno == EPERM;
 	close(fd);
 	return ok;
 }

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "ipc.h"
+#include "ipc_db.h"
 #include "ipc_ring.h"
 #include "odpemu/odpemu.h"
 
@@ -67,6 +68,7 @@ struct lib_context {
 	int sock;			/* control socket (-1 in unit tests) */
 	int doorbell_fd;
 	struct ipc_status_page *status;	/* the daemon's page, mapped read-only */
+	struct ipc_db_page *db;		/* the session's doorbell page (ipc_db.h), or NULL */
 	uint32_t session, daemon_pid, notifier;
 	int relay_peer;			/* our end of the userfaultfd relay (relay.c), or -1 */
 
@@ -100,8 +102,12 @@ void lib_ctx_mark_dead(struct lib_context *c);
 /* Remember a human line for odpemu_last_error. */
 void lib_set_error(struct lib_context *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Ring the doorbell if the daemon's loop may be asleep (after the caller's release store
- * of a producer index). */
+/* After the caller's release store of a producer index of object `handle` (a QP, an
+ * SRQ) or a CQ's arm: mark it on the doorbell page, and ring the doorbell if the daemon's
+ * loop may be asleep. */
+void lib_doorbell_obj(struct lib_context *c, uint32_t handle);
+/* The same for a caller that wrote rings of its own and names none: the daemon then
+ * looks at every queue of the session. */
 void lib_doorbell(struct lib_context *c);
 
 /* ---- fork (fork.c) ---- */
@@ -243,6 +249,9 @@ struct lib_vma {
 };
 /* Every VMA of the process in address order. 0 or -errno; *vmas to free(). */
 int lib_maps_read(struct lib_vma **vmas, size_t *n);
+/* The VMAs meeting [lo, hi) in address order (PROCMAP_QUERY: a lookup each), or every VMA
+ * where the kernel cannot say (Linux before 6.11). 0 or -errno; *vmas to free(). */
+int lib_maps_range(uintptr_t lo, uintptr_t hi, struct lib_vma **vmas, size_t *n);
 
 #define LIB_PIN_NAME "odpemu-pin"
 struct lib_pin_seg {

@@ -7,7 +7,7 @@
 static const char *const vendor_errs[] = {
 	"NONE", "FLUSH", "BAD_LKEY", "LKEY_RANGE", "LKEY_ACCESS", "LOCAL_FAULT",
 	"LOCAL_LEN", "NAK_INV_REQ", "NAK_ACCESS", "NAK_OP", "RETRY_EXC", "RNR_EXC",
-	"RECV_TOO_SMALL", "BAD_RESPONSE",
+	"RECV_TOO_SMALL", "BAD_RESPONSE", "BAD_WQE",
 };
 
 ODPEMU_EXPORT const char *odpemu_vendor_err_str(uint32_t vendor_err)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening a device: connect to the daemon's control socket and say HELLO, handing over a
- * userfaultfd; the reply brings the async event pipe, the doorbell eventfd and the
- * daemon's status page. Closing the socket ends the session: the daemon frees all its
+ * userfaultfd; the reply brings the async event pipe, the doorbell eventfd, the daemon's
+ * status page and the session's doorbell page. Closing the socket ends the session: the daemon frees all its
  * objects, whether we close cleanly or crash. */
 #include <stdlib.h>
 #include <string.h>
@@ -46,18 +46,30 @@ static int map_status(struct lib_context *c, int fd)
 	return 0;
 }
 
+/* The session's doorbell page (ipc_db.h), read-write. */
+static int map_db(struct lib_context *c, int fd)
+{
+	struct ipc_db_page *p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	close(fd);
+	if (p == MAP_FAILED)
+		return -errno;
+	c->db = p;
+	return 0;
+}
+
 /* The process's userfaultfd and a relay socket go to the daemon (relay.c): every device
  * of the process learns of every unmap. */
 static int hello(struct lib_context *c)
 {
 	struct ipc_hello_req req = { .client_version = IPC_VERSION };
 	struct ipc_hello_rep rep;
-	int notifier[2], fds[3];
+	int notifier[2], fds[4];
 	struct lib_call call = {
 		.op = IPC_HELLO, .req = &req, .req_len = sizeof(req),
 		.fds = notifier, .nfds = 0,
 		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep),
-		.rfds = fds, .nrfds = 3,
+		.rfds = fds, .nrfds = 4,
 	};
 	int rc;
 
@@ -76,6 +88,10 @@ static int hello(struct lib_context *c)
 	c->daemon_pid = rep.daemon_pid;
 	c->notifier = rep.notifier;
 	rc = map_status(c, fds[2]);
+	if (!rc)
+		rc = map_db(c, fds[3]);
+	else
+		close(fds[3]);
 	/* Yama (ptrace_scope 1) lets only a declared tracer process_vm_readv us. EINVAL
 	 * means no Yama; a process has one such tracer, so with two devices open the last
 	 * one wins unless the daemons have CAP_SYS_PTRACE (root). */
@@ -89,6 +105,9 @@ static void ctx_close_fds(struct lib_context *c)
 	if (c->status)
 		munmap(c->status, sizeof(*c->status));
 	c->status = NULL;
+	if (c->db)
+		munmap(c->db, sizeof(*c->db));
+	c->db = NULL;
 	if (c->pub.async_fd >= 0)
 		close(c->pub.async_fd);
 	if (c->doorbell_fd >= 0)

@@ -3,6 +3,7 @@
  * pinned MR first has its pages moved into shared memory (pin.c) and passes the memfds. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "lib_int.h"
@@ -96,6 +97,17 @@ static int pin(struct lib_context *c, union lib_reg_buf *b, void *addr, size_t l
 		lib_set_error(c, "reg_mr %p+%zu: the range spans more than %d mappings; register "
 			      "it with ODPEMU_ACCESS_ON_DEMAND", addr, length, IPC_MAX_MR_SEGS);
 		return -EINVAL;
+	}
+	if (rc == -EMFILE || rc == -ENFILE) {
+		struct rlimit rl = { 0, 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		lib_set_error(c, "reg_mr %p+%zu: out of file descriptors (%s, RLIMIT_NOFILE %llu): "
+			      "%s; pinning private memory holds a memfd per run of pages: raise the "
+			      "limit (ulimit -n) or register fewer, larger ranges", addr, length,
+			      rc == -EMFILE ? "EMFILE" : "ENFILE", (unsigned long long)rl.rlim_cur,
+			      why);
+		return rc;
 	}
 	if (rc) {
 		lib_set_error(c, "reg_mr %p+%zu: %s", addr, length, why);

@@ -20,7 +20,17 @@
  * A registry remembers the memfds we created (fd, inode), so a later registration that
  * overlaps moved memory reuses them instead of moving again (it could not: the memory
  * is no longer private anonymous). An entry whose memfd no longer appears in
- * /proc/self/maps is stale (the process unmapped it all) and is dropped.
+ * /proc/self/maps is stale (the process unmapped it all) and is dropped, at the next look
+ * at every VMA, made when the registry has doubled since the last one; a registration
+ * itself reads only the VMAs of its range (PROCMAP_QUERY), so it costs the same with ten
+ * mappings or ten thousand.
+ *
+ * Many small registrations side by side (buffers of one pool, one page each) would each
+ * hold a memfd of their own: a descriptor each (RLIMIT_NOFILE) and a mapping each. So a
+ * run that starts where one of our memfds' mappings ends, at the end of that file, grows
+ * that file instead and is mapped right after it: the kernel merges the two mappings, and
+ * the pool stays one descriptor and one mapping. Pages the process unmaps stay in the
+ * file until no mapping of it is left, as with one registration of the whole pool.
  *
  * Caveats (docs/emu.md, odpemu.h): the move copies then remaps, so a write another
  * thread makes to any byte of the page-rounded range between the copy and the remap is
@@ -97,25 +107,43 @@ static struct pin_entry *entry_of(const struct lib_vma *v)
 	return NULL;
 }
 
-static bool mapped_anywhere(const struct pin_entry *e, const struct lib_vma *vmas, size_t n)
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+static int by_file(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (is_pin_vma(&vmas[i]) && vmas[i].ino == e->ino && vmas[i].dev == e->dev)
-			return true;
-	return false;
+	const struct file_id *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
+/* Close the memfds no VMA maps any more: the files our VMAs map, sorted, then one search
+ * per entry (a process with thousands of VMAs and entries). */
 static void drop_stale(const struct lib_vma *vmas, size_t n)
 {
-	size_t k = 0;
+	struct file_id *ids = pin_n ? malloc((n ? n : 1) * sizeof(*ids)) : NULL;
+	size_t k = 0, m = 0;
 
+	if (!ids)
+		return;		/* nothing to drop, or no memory to look: next time */
+	for (size_t i = 0; i < n; i++)
+		if (is_pin_vma(&vmas[i]))
+			ids[m++] = (struct file_id){ vmas[i].dev, vmas[i].ino };
+	qsort(ids, m, sizeof(*ids), by_file);
 	for (size_t i = 0; i < pin_n; i++) {
-		if (mapped_anywhere(&pin_ents[i], vmas, n))
+		struct file_id id = { pin_ents[i].dev, pin_ents[i].ino };
+
+		if (bsearch(&id, ids, m, sizeof(*ids), by_file))
 			pin_ents[k++] = pin_ents[i];
 		else
 			close(pin_ents[i].fd);
 	}
 	pin_n = k;
+	free(ids);
 }
 
 static int add_entry(uintptr_t start, size_t len, int fd)
@@ -143,13 +171,13 @@ static int add_entry(uintptr_t start, size_t len, int fd)
  * (pwrite from our own memory) as a direct system call: the page-rounded range holds
  * neighbours' bytes too, which a sanitizer's memcpy or write() interceptor would
  * rightly call an overflow, but which must move with the page. */
-static int fill_memfd(int fd, uintptr_t start, size_t len)
+static int fill_memfd(int fd, uintptr_t start, size_t len, uint64_t at)
 {
 	size_t done = 0;
 
 	while (done < len) {
 		long n = syscall(SYS_pwrite64, fd, (const void *)(start + done), len - done,
-				 (off_t)done);
+				 (off_t)(at + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -168,22 +196,32 @@ static int fill_memfd(int fd, uintptr_t start, size_t len)
  * lost — a lost entry left a stale fd number in the registry, and a lost realloc
  * corrupted the heap. Nothing but system calls runs between the copy and the last mmap. */
 static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_t start,
-		    uintptr_t end)
+		    uintptr_t end, struct pin_entry *grow, uint64_t *base)
 {
 	size_t len = end - start;
-	int fd = memfd_create(LIB_PIN_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fd = grow ? grow->fd : memfd_create(LIB_PIN_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	int rc;
 
 	if (fd < 0)
 		return -errno;
-	/* Sealed against shrinking: the daemon's plain memcpy into it can never fault. */
-	rc = ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) ? -errno :
-	     add_entry(start, len, fd);
-	if (!rc && (rc = fill_memfd(fd, start, len)))
-		pin_n--;	/* the entry just added: nothing of the range moved */
-	if (rc) {
-		close(fd);
-		return rc;
+	*base = grow ? grow->len : 0;
+	if (grow) {		/* sealed against shrinking only: it may grow */
+		rc = ftruncate(fd, (off_t)(*base + len)) ? -errno : 0;
+		if (!rc && (rc = fill_memfd(fd, start, len, *base)))
+			(void)ftruncate(fd, (off_t)*base);	/* nothing of the range moved */
+		if (rc)
+			return rc;
+		grow->len += len;
+	} else {
+		/* Sealed against shrinking: the daemon's plain memcpy into it can never fault. */
+		rc = ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) ?
+		     -errno : add_entry(start, len, fd);
+		if (!rc && (rc = fill_memfd(fd, start, len, 0)))
+			pin_n--;	/* the entry just added: nothing of the range moved */
+		if (rc) {
+			close(fd);
+			return rc;
+		}
 	}
 	/* From the copy to the last mmap, writes to the range by anyone else are lost. */
 	for (size_t i = first; i < n && vmas[i].start < end; i++) {
@@ -191,10 +229,23 @@ static int move_run(const struct lib_vma *vmas, size_t n, size_t first, uintptr_
 		uintptr_t b = vmas[i].end < end ? vmas[i].end : end;
 
 		if (mmap((void *)a, b - a, vmas[i].prot, MAP_SHARED | MAP_FIXED, fd,
-			 (off_t)(a - start)) == MAP_FAILED)
+			 (off_t)(*base + (a - start))) == MAP_FAILED)
 			return -errno;
 	}
 	return 0;
+}
+
+/* The memfd of ours whose mapping ends at start, at the end of its file, with the
+ * protection of vmas[first]: the run can grow it (see the top). NULL if none. */
+static struct pin_entry *grow_target(const struct lib_vma *vmas, size_t first, uintptr_t start)
+{
+	const struct lib_vma *prev = first ? &vmas[first - 1] : NULL;
+	struct pin_entry *e;
+
+	if (!prev || prev->end != start || !is_pin_vma(prev) || prev->prot != vmas[first].prot ||
+	    !(e = entry_of(prev)) || prev->offset + (prev->end - prev->start) != e->len)
+		return NULL;
+	return e;
 }
 
 /* ---- walking the range ---- */
@@ -360,18 +411,22 @@ static uintptr_t move_step(struct pin_walk *w, size_t *i, uintptr_t cur, int *rc
 {
 	size_t first = *i;
 	uintptr_t stop = movable_run_end(w, i);
-	struct pin_entry *e;
+	struct pin_entry *grow = cur == w->vmas[first].start ? grow_target(w->vmas, first, cur)
+							    : NULL;
+	uint64_t base = 0;
+	int fd;
 
 	if (!w->move) {
 		*rc = add_seg(w, -1 - (int)first, 0, stop - cur);	/* a distinct fake fd */
 		return *rc ? 0 : stop;
 	}
-	if ((*rc = move_run(w->vmas, w->n, first, cur, stop))) {
-		w->why = "moving the range into shared memory failed";
+	if ((*rc = move_run(w->vmas, w->n, first, cur, stop, grow, &base))) {
+		w->why = *rc == -EMFILE || *rc == -ENFILE ? "no file descriptor for the memfd "
+			 "that holds the pinned pages" : "moving the range into shared memory failed";
 		return 0;
 	}
-	e = &pin_ents[pin_n - 1];
-	*rc = add_seg(w, e->fd, 0, stop - cur);
+	fd = grow ? grow->fd : pin_ents[pin_n - 1].fd;
+	*rc = add_seg(w, fd, base, stop - cur);
 	return *rc ? 0 : stop;
 }
 
@@ -429,20 +484,19 @@ static int walk(struct pin_walk *w)
 
 /* If the range holds this thread's stack, our own frames live in it: a write to them
  * between copy and remap (a return address) would be lost. Then a helper thread moves
- * while this one waits with all signals blocked, touching nothing. */
-static bool on_my_stack(uintptr_t start, uintptr_t end)
+ * while this one waits with all signals blocked, touching nothing. The stack is the VMA
+ * of our frame (the real one: a sanitizer may keep locals elsewhere), among the VMAs the
+ * walk read for the range (pthread_getattr_np would read every VMA of the process for the
+ * main thread's). A VMA the stack shares with a neighbour only makes this say yes more. */
+static bool on_my_stack(const struct pin_walk *w)
 {
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
-	bool hit = false;
+	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
 
-	if (pthread_getattr_np(pthread_self(), &attr))
-		return true;		/* unknown: take the safe road */
-	if (!pthread_attr_getstack(&attr, &addr, &size))
-		hit = start < (uintptr_t)addr + size && (uintptr_t)addr < end;
-	pthread_attr_destroy(&attr);
-	return hit;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->vmas[i].start < w->end && w->start < w->vmas[i].end &&
+		    w->vmas[i].start <= fp && fp < w->vmas[i].end)
+			return true;
+	return false;
 }
 
 struct pin_job {
@@ -491,24 +545,42 @@ static int dup_fds(struct lib_pin_seg *segs, unsigned n)
 	return 0;
 }
 
-static int pin_locked(struct pin_walk *w)
+/* Drop the stale entries when the registry has doubled since the last look: a look reads
+ * every VMA of the process, so it is paid once per entry added, not per registration. */
+static void drop_stale_sometimes(void)
 {
+	static size_t look_at = 16;
 	struct lib_vma *vmas;
 	size_t n;
-	int rc = lib_maps_read(&vmas, &n);
 
+	if (pin_n < look_at || lib_maps_read(&vmas, &n))
+		return;
+	drop_stale(vmas, n);
+	free(vmas);
+	look_at = 2 * pin_n + 16;
+}
+
+static int pin_locked(struct pin_walk *w)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct lib_vma *vmas;
+	size_t n;
+	int rc;
+
+	drop_stale_sometimes();
+	/* the VMAs of the range, and the one before it (a memfd the range may grow) */
+	rc = lib_maps_range(w->start >= page ? w->start - page : 0, w->end, &vmas, &n);
 	if (rc) {
 		w->why = "/proc/self/maps could not be read";
 		return rc;
 	}
-	drop_stale(vmas, n);
 	w->vmas = vmas;
 	w->n = n;
 	w->move = false;
 	rc = walk(w);			/* check everything before moving anything */
 	if (!rc) {
 		w->move = true;
-		rc = on_my_stack(w->start, w->end) ? walk_elsewhere(w) : walk(w);
+		rc = on_my_stack(w) ? walk_elsewhere(w) : walk(w);
 	}
 	if (!rc)
 		rc = dup_fds(w->segs, w->nsegs);

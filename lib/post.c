@@ -167,7 +167,7 @@ ODPEMU_EXPORT int odpemu_post_send(struct odpemu_qp *pub, struct odpemu_send_wr 
 		lib_ring_publish(r);
 	pthread_spin_unlock(&qp->sq.lock);
 	if (posted)
-		lib_doorbell(lib_ctx(pub->context));
+		lib_doorbell_obj(lib_ctx(pub->context), pub->handle);
 	if (rc) {
 		*bad_wr = wr;
 		return lib_fail(rc);
@@ -185,8 +185,8 @@ static void write_rwqe(struct ipc_rwqe *w, const struct odpemu_recv_wr *wr)
 }
 
 /* Receive WQEs into an RQ or SRQ ring. */
-static int post_rwqes(struct lib_context *c, struct lib_wq *wq, struct odpemu_recv_wr *wr,
-		      struct odpemu_recv_wr **bad_wr)
+static int post_rwqes(struct lib_context *c, uint32_t handle, struct lib_wq *wq,
+		      struct odpemu_recv_wr *wr, struct odpemu_recv_wr **bad_wr)
 {
 	struct lib_ring *r = &wq->ring;
 	uint32_t start;
@@ -215,7 +215,7 @@ static int post_rwqes(struct lib_context *c, struct lib_wq *wq, struct odpemu_re
 		lib_ring_publish(r);
 	pthread_spin_unlock(&wq->lock);
 	if (posted)
-		lib_doorbell(c);
+		lib_doorbell_obj(c, handle);
 	if (rc) {
 		*bad_wr = wr;
 		return lib_fail(rc);
@@ -235,7 +235,7 @@ ODPEMU_EXPORT int odpemu_post_recv(struct odpemu_qp *pub, struct odpemu_recv_wr 
 		*bad_wr = wr;
 		return lib_fail(EINVAL);
 	}
-	return post_rwqes(lib_ctx(pub->context), &qp->rq, wr, bad_wr);
+	return post_rwqes(lib_ctx(pub->context), pub->handle, &qp->rq, wr, bad_wr);
 }
 
 ODPEMU_EXPORT int odpemu_post_srq_recv(struct odpemu_srq *pub, struct odpemu_recv_wr *wr,
@@ -243,5 +243,6 @@ ODPEMU_EXPORT int odpemu_post_srq_recv(struct odpemu_srq *pub, struct odpemu_rec
 {
 	if (!pub || !bad_wr)
 		return lib_fail(EINVAL);
-	return post_rwqes(lib_ctx(pub->context), &((struct lib_srq *)pub)->wq, wr, bad_wr);
+	return post_rwqes(lib_ctx(pub->context), pub->handle, &((struct lib_srq *)pub)->wq, wr,
+			  bad_wr);
 }

@@ -31,6 +31,8 @@ static void update_timer(struct nic_qp *qp)
 
 	c->ack_deadline = c->una == qp->req.max_sent ? UINT64_MAX
 			: qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
+	if (c->ack_deadline != UINT64_MAX)
+		nic_timer_arm(qp, c->ack_deadline);
 }
 
 /* Progress: the responder has executed everything before psn. */
@@ -174,6 +176,7 @@ static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 	qp->comp.ack_deadline = UINT64_MAX;
 	qp->comp.rnr_deadline = qp->nic->now +
 		1000ull * roce_rnr_timer_us(roce_syndrome_value(syn));
+	nic_timer_arm(qp, qp->comp.rnr_deadline);
 }
 
 /* Land response bytes of a READ (or the original value of an atomic) in the local SGEs.
@@ -185,13 +188,16 @@ static bool land(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, const void
 	struct nic_dma_ctx c = nic_dma_ctx(qp, &qp->comp.fault);
 	enum nic_dma_result res;
 
-	if (nic_fault_poll(&qp->comp.fault) == NIC_SLOT_WAITING)
+	if (nic_fault_poll(&qp->comp.fault) == NIC_SLOT_WAITING) {
+		nic_drop(qp->nic, qp, NIC_DROP_LAND_FAULT);	/* the rest of the stream */
 		return false;
+	}
 	res = nic_dma_sge(&c, w->wr.sg_list, w->wr.num_sge, off, (void *)data, n, true);
 	if (res == NIC_DMA_OK)
 		return true;
 	if (res == NIC_DMA_FAULT) {
 		qp->ctr.faults_req++;
+		nic_drop(qp->nic, qp, NIC_DROP_LAND_FAULT);
 		go_back(qp, roce_psn_add(w->first_psn, off / qp->pmtu));
 		return false;
 	}
@@ -203,14 +209,13 @@ static void on_read_response(struct nic_qp *qp, const struct roce_pkt *pkt, stru
 {
 	uint32_t psn = pkt->h.bth.psn, expect = read_resume_psn(qp, w);
 
-	if (w->wr.opcode != ODPEMU_WR_RDMA_READ) {
-		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
-		return;
-	}
+	if (w->wr.opcode != ODPEMU_WR_RDMA_READ)
+		return nic_drop(qp->nic, qp, NIC_DROP_UNEXPECTED_RESP);
+	if (roce_psn_diff(psn, expect) < 0)	/* landed already: a duplicate */
+		return nic_drop(qp->nic, qp, NIC_DROP_GHOST_RESP);
 	if (psn != expect) {	/* a response went missing (or was overtaken) */
-		if (roce_psn_diff(psn, expect) > 0)
-			ask_again(qp, expect);
-		return;
+		nic_drop(qp->nic, qp, NIC_DROP_SEQ_ERR_SILENT);
+		return ask_again(qp, expect);
 	}
 	if (w->landed + pkt->payload_len > w->length ||
 	    ((pkt->mask & ROCE_M_LAST) && w->landed + pkt->payload_len != w->length)) {
@@ -229,10 +234,8 @@ static void on_atomic_ack(struct nic_qp *qp, const struct roce_pkt *pkt, struct 
 {
 	uint64_t orig = pkt->h.atmack;
 
-	if (acked_by_ack(w->wr.opcode) || w->first_psn != pkt->h.bth.psn) {
-		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
-		return;
-	}
+	if (acked_by_ack(w->wr.opcode) || w->first_psn != pkt->h.bth.psn)
+		return nic_drop(qp->nic, qp, NIC_DROP_UNEXPECTED_RESP);
 	if (!land(qp, w, 0, &orig, 8))
 		return;
 	advance_una(qp, roce_psn_next(pkt->h.bth.psn));
@@ -263,18 +266,17 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 	uint32_t psn = pkt->h.bth.psn;
 	struct nic_swqe *lost, *w;
 
+	/* RTR (and SQE) receive requests only: no request of ours is outstanding. */
 	if (qp->state != ODPEMU_QPS_RTS && qp->state != ODPEMU_QPS_SQD)
-		return;
+		return nic_drop(qp->nic, qp, NIC_DROP_QP_STATE);
 	/* Only answers to what is outstanding: [una, psn). Older ones are duplicates. */
-	if (roce_psn_diff(psn, qp->comp.una) < 0 || roce_psn_diff(psn, qp->req.max_sent) >= 0) {
-		qp->ctr.drops[NIC_DROP_GHOST_RESP]++;
-		return;
-	}
+	if (roce_psn_diff(psn, qp->comp.una) < 0 || roce_psn_diff(psn, qp->req.max_sent) >= 0)
+		return nic_drop(qp->nic, qp, NIC_DROP_GHOST_RESP);
 	lost = complete_before(qp, psn);
 	if (lost) {	/* an answer for a later PSN: lost's own answer was lost */
-		ask_again(qp, lost->wr.opcode == ODPEMU_WR_RDMA_READ ? read_resume_psn(qp, lost)
-								    : lost->first_psn);
-		return;
+		nic_drop(qp->nic, qp, NIC_DROP_SEQ_ERR_SILENT);
+		return ask_again(qp, lost->wr.opcode == ODPEMU_WR_RDMA_READ ?
+				 read_resume_psn(qp, lost) : lost->first_psn);
 	}
 	w = wqe_of(qp, psn);
 	if (pkt->h.bth.opcode == ROCE_OP_RC_ACKNOWLEDGE) {
@@ -284,13 +286,11 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 		case ROCE_AETH_ACK: return on_ack(qp, psn);
 		case ROCE_AETH_RNR_NAK: return on_rnr(qp, psn, syn);
 		case ROCE_AETH_NAK: return on_nak(qp, psn, syn);
-		default: qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++; return;
+		default: return nic_drop(qp->nic, qp, NIC_DROP_UNEXPECTED_RESP);
 		}
 	}
-	if (!w) {
-		qp->ctr.drops[NIC_DROP_UNEXPECTED_RESP]++;
-		return;
-	}
+	if (!w)
+		return nic_drop(qp->nic, qp, NIC_DROP_UNEXPECTED_RESP);
 	if (pkt->h.bth.opcode == ROCE_OP_RC_ATOMIC_ACKNOWLEDGE)
 		on_atomic_ack(qp, pkt, w);
 	else

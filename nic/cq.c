@@ -12,7 +12,7 @@ int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out)
 	if (!nic || !out || cqe < 1 || cqe > nic->attr.max_cqe)
 		return -EINVAL;
 	if (nic->ctr.cqs >= nic->attr.max_cq)
-		return -ENOMEM;
+		return -ENOSPC;
 	cq = calloc(1, sizeof(*cq));
 	if (cq && !nic->cfg.ports.cq_write && !(cq->ring.wc = calloc(cqe, sizeof(*cq->ring.wc)))) {
 		free(cq);

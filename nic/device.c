@@ -3,6 +3,16 @@
  * the fault queue between the IO page tables and the owner's fault handler. */
 #include "nic_int.h"
 
+static void free_tables(struct nic *nic)
+{
+	free(nic->qp_hash);
+	free(nic->timers);
+	free(nic->due);
+	free(nic->mr_slot);
+	free(nic->mr_variant);
+	free(nic->mr_free);
+}
+
 int nic_create(const struct nic_config *cfg, struct nic **out)
 {
 	struct nic *nic;
@@ -28,17 +38,15 @@ int nic_create(const struct nic_config *cfg, struct nic **out)
 		nic->attr = cfg->attr;
 	else
 		nic_device_attr_default(&nic->attr);
-	nic->mr_slot = calloc(NIC_MR_SLOTS, sizeof(*nic->mr_slot));
-	nic->mr_variant = calloc(NIC_MR_SLOTS, 1);
-	rc = (nic->mr_slot && nic->mr_variant) ? iopt_fq_create(NULL, &nic->fq) : -ENOMEM;
+	nic->qp_hash_size = NIC_QP_HASH_MIN;
+	nic->qp_hash = calloc(nic->qp_hash_size, sizeof(*nic->qp_hash));
+	rc = nic->qp_hash && !nic_mr_slots_grow(nic) ? iopt_fq_create(NULL, &nic->fq) : -ENOMEM;
 	if (rc) {
-		free(nic->mr_slot);
-		free(nic->mr_variant);
+		free_tables(nic);
 		free(nic);
 		return rc;
 	}
 	nic->next_qpn = NIC_QPN_FIRST;
-	nic->mr_next_slot = 1;
 	nic_list_init(&nic->qps);
 	nic_list_init(&nic->mrs);
 	nic_list_init(&nic->zombies);
@@ -57,8 +65,7 @@ int nic_destroy(struct nic *nic)
 		return -EBUSY;
 	if (iopt_fq_destroy(nic->fq))
 		return -EBUSY;
-	free(nic->mr_slot);
-	free(nic->mr_variant);
+	free_tables(nic);
 	free(nic);
 	return 0;
 }
@@ -79,11 +86,11 @@ void nic_event(struct nic *nic, enum odpemu_event_type type, struct nic_qp *qp,
 	nic->cfg.ports.event(nic->cfg.ports.ctx, &ev);
 }
 
-/* ---- QP table ---- */
+/* ---- QP table: chained hash on the QP number, grown to keep one QP per bucket ---- */
 
 struct nic_qp *nic_qp_lookup(struct nic *nic, uint32_t qpn)
 {
-	struct nic_qp *qp = nic->qp_hash[qpn % NIC_QP_HASH];
+	struct nic_qp *qp = nic->qp_hash[qpn & (nic->qp_hash_size - 1)];
 
 	while (qp && qp->qpn != qpn)
 		qp = qp->hash_next;
@@ -92,7 +99,7 @@ struct nic_qp *nic_qp_lookup(struct nic *nic, uint32_t qpn)
 
 void nic_qp_hash_add(struct nic *nic, struct nic_qp *qp)
 {
-	struct nic_qp **head = &nic->qp_hash[qp->qpn % NIC_QP_HASH];
+	struct nic_qp **head = &nic->qp_hash[qp->qpn & (nic->qp_hash_size - 1)];
 
 	qp->hash_next = *head;
 	*head = qp;
@@ -100,12 +107,51 @@ void nic_qp_hash_add(struct nic *nic, struct nic_qp *qp)
 
 void nic_qp_hash_del(struct nic *nic, struct nic_qp *qp)
 {
-	struct nic_qp **pp = &nic->qp_hash[qp->qpn % NIC_QP_HASH];
+	struct nic_qp **pp = &nic->qp_hash[qp->qpn & (nic->qp_hash_size - 1)];
 
 	while (*pp && *pp != qp)
 		pp = &(*pp)->hash_next;
 	if (*pp)
 		*pp = qp->hash_next;
+}
+
+static int rehash(struct nic *nic, uint32_t size)
+{
+	struct nic_qp **t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < nic->qp_hash_size; b++)
+		for (struct nic_qp *qp = nic->qp_hash[b], *next; qp; qp = next) {
+			next = qp->hash_next;
+			qp->hash_next = t[qp->qpn & (size - 1)];
+			t[qp->qpn & (size - 1)] = qp;
+		}
+	free(nic->qp_hash);
+	nic->qp_hash = t;
+	nic->qp_hash_size = size;
+	return 0;
+}
+
+int nic_qp_reserve(struct nic *nic)
+{
+	uint64_t want = nic->ctr.qps + 1;
+
+	if (want > nic->qp_hash_size && rehash(nic, nic->qp_hash_size * 2))
+		return -ENOMEM;
+	if (want > nic->timers_cap) {
+		uint32_t cap = nic->timers_cap ? nic->timers_cap * 2 : 64;
+		struct nic_qp **t = realloc(nic->timers, cap * sizeof(*t)), **d;
+
+		if (!t)
+			return -ENOMEM;
+		nic->timers = t;
+		if (!(d = realloc(nic->due, cap * sizeof(*d))))
+			return -ENOMEM;
+		nic->due = d;
+		nic->timers_cap = cap;
+	}
+	return 0;
 }
 
 /* ---- run queue: QPs whose engines have work ---- */
@@ -200,7 +246,7 @@ int nic_fault_fail(struct nic *nic, struct iopt_req *req, int err, uint64_t now)
 
 /* ---- receive ---- */
 
-static void drop(struct nic *nic, struct nic_qp *qp, enum nic_drop_reason why)
+void nic_drop(struct nic *nic, struct nic_qp *qp, enum nic_drop_reason why)
 {
 	nic->ctr.drops[why]++;
 	if (qp)
@@ -229,30 +275,32 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 	nic->now = now;
 	nic->ctr.pkts_received++;
 	if (dqpn < 0)
-		return drop(nic, NULL, NIC_DROP_PARSE);
+		return nic_drop(nic, NULL, NIC_DROP_PARSE);
 	if (!nic_icrc_ok_from(nic, src, sport, pkt, len))
-		return drop(nic, NULL, NIC_DROP_ICRC);
+		return nic_drop(nic, NULL, NIC_DROP_ICRC);
 	if (dqpn == ROCE_GSI_QPN)
 		return nic_gsi_rx(nic, pkt, len, src);
 	qp = nic_qp_lookup(nic, (uint32_t)dqpn);
 	if (!qp)
-		return drop(nic, NULL, NIC_DROP_NO_QP);
-	if (roce_parse(pkt, len, qp->pmtu, &p) != ROCE_R_OK)
-		return drop(nic, qp, NIC_DROP_PARSE);
+		return nic_drop(nic, NULL, NIC_DROP_NO_QP);
+	/* The state first (IBA 10.3.1: RESET and INIT drop every packet): before RTR the QP
+	 * has no path MTU to parse with. */
 	if (!state_receives(qp))
-		return drop(nic, qp, NIC_DROP_QP_STATE);
+		return nic_drop(nic, qp, NIC_DROP_QP_STATE);
+	if (roce_parse(pkt, len, qp->pmtu, &p) != ROCE_R_OK)
+		return nic_drop(nic, qp, NIC_DROP_PARSE);
 	if (p.h.bth.pkey != ROCE_DEFAULT_PKEY)
-		return drop(nic, qp, NIC_DROP_BAD_PKEY);
+		return nic_drop(nic, qp, NIC_DROP_BAD_PKEY);
 	qp->ctr.pkts_received++;
 	qp->ctr.bytes_received += len;
 	if (qp->type == ODPEMU_QPT_UD) {
 		if (roce_opcode_transport(p.h.bth.opcode) != ROCE_UD)
-			return drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
+			return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
 		nic_ud_rx(qp, &p, src);
 	} else if (roce_opcode_transport(p.h.bth.opcode) != ROCE_RC) {
-		return drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
+		return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
 	} else if (memcmp(src, &qp->attr.ah_attr.dgid, sizeof(*src))) {
-		return drop(nic, qp, NIC_DROP_SRC_MISMATCH);
+		return nic_drop(nic, qp, NIC_DROP_SRC_MISMATCH);
 	} else if (p.mask & ROCE_M_RESP) {
 		nic_comp_rx(qp, &p);
 	} else {
@@ -261,29 +309,145 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 	nic_run(nic);
 }
 
-/* ---- timers ---- */
+/* ---- timers: the completers' deadlines in a min-heap (nic->timers) ---- */
 
+static uint64_t qp_deadline(const struct nic_qp *qp)
+{
+	return qp->comp.ack_deadline < qp->comp.rnr_deadline ? qp->comp.ack_deadline
+							     : qp->comp.rnr_deadline;
+}
+
+static void heap_set(struct nic *nic, uint32_t i, struct nic_qp *qp)
+{
+	nic->timers[i] = qp;
+	qp->timer_pos = i + 1;
+}
+
+static void sift_up(struct nic *nic, uint32_t i)
+{
+	struct nic_qp *qp = nic->timers[i];
+
+	while (i && nic->timers[(i - 1) / 2]->timer_key > qp->timer_key) {
+		heap_set(nic, i, nic->timers[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	heap_set(nic, i, qp);
+}
+
+static void sift_down(struct nic *nic, uint32_t i)
+{
+	struct nic_qp *qp = nic->timers[i];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= nic->ntimers)
+			break;
+		if (c + 1 < nic->ntimers && nic->timers[c + 1]->timer_key < nic->timers[c]->timer_key)
+			c++;
+		if (nic->timers[c]->timer_key >= qp->timer_key)
+			break;
+		heap_set(nic, i, nic->timers[c]);
+		i = c;
+	}
+	heap_set(nic, i, qp);
+}
+
+void nic_timer_arm(struct nic_qp *qp, uint64_t t)
+{
+	struct nic *nic = qp->nic;
+
+	if (qp->timer_pos) {
+		if (t < qp->timer_key) {
+			qp->timer_key = t;
+			sift_up(nic, qp->timer_pos - 1);
+		}
+		return;
+	}
+	qp->timer_key = t;		/* room was made when qp was created */
+	nic->timers[nic->ntimers++] = qp;
+	sift_up(nic, nic->ntimers - 1);
+}
+
+void nic_timer_del(struct nic_qp *qp)
+{
+	struct nic *nic = qp->nic;
+	uint32_t i = qp->timer_pos - 1;
+
+	if (!qp->timer_pos)
+		return;
+	qp->timer_pos = 0;
+	if (i == --nic->ntimers)
+		return;
+	heap_set(nic, i, nic->timers[nic->ntimers]);
+	if (i && nic->timers[(i - 1) / 2]->timer_key > nic->timers[i]->timer_key)
+		sift_up(nic, i);
+	else
+		sift_down(nic, i);
+}
+
+/* The top's key made exact (its deadline moved later or went): false when the heap is
+ * empty or the top is exact. */
+static bool settle_top(struct nic *nic)
+{
+	struct nic_qp *top;
+	uint64_t d;
+
+	if (!nic->ntimers)
+		return false;
+	top = nic->timers[0];
+	d = qp_deadline(top);
+	if (d == top->timer_key)
+		return false;
+	if (d == UINT64_MAX) {
+		nic_timer_del(top);
+	} else {
+		top->timer_key = d;
+		sift_down(nic, 0);
+	}
+	return true;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct nic_qp *x = *(struct nic_qp *const *)a, *y = *(struct nic_qp *const *)b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The QPs whose deadline is due run in creation order, as a walk of every QP would. */
 void nic_tick(struct nic *nic, uint64_t now)
 {
+	uint32_t n = 0, bound = nic->ntimers;
+
 	nic->now = now;
-	for (struct nic_list *l = nic->qps.next; l != &nic->qps; l = l->next)
-		nic_comp_tick(nic_container_of(l, struct nic_qp, link), now);
+	/* Each step pops a QP or makes one key exact (or removes it): at most two per QP. */
+	for (uint32_t k = 0; k <= 2 * bound && nic->ntimers &&
+			     nic->timers[0]->timer_key <= now; k++) {
+		struct nic_qp *qp = nic->timers[0];
+
+		if (settle_top(nic))
+			continue;
+		nic_timer_del(qp);
+		nic->due[n++] = qp;
+	}
+	if (n > 1)
+		qsort(nic->due, n, sizeof(*nic->due), by_seq);
+	for (uint32_t i = 0; i < n; i++) {
+		struct nic_qp *qp = nic->due[i];
+
+		nic_comp_tick(qp, now);
+		if (qp_deadline(qp) != UINT64_MAX)
+			nic_timer_arm(qp, qp_deadline(qp));
+	}
 	nic_run(nic);
 }
 
-uint64_t nic_next_deadline(const struct nic *nic)
+uint64_t nic_next_deadline(struct nic *nic)
 {
-	uint64_t t = UINT64_MAX;
-
-	for (const struct nic_list *l = nic->qps.next; l != &nic->qps; l = l->next) {
-		const struct nic_qp *qp = nic_container_of(l, struct nic_qp, link);
-
-		if (qp->comp.ack_deadline < t)
-			t = qp->comp.ack_deadline;
-		if (qp->comp.rnr_deadline < t)
-			t = qp->comp.rnr_deadline;
-	}
-	return t;
+	for (uint32_t k = 0, bound = nic->ntimers; k <= bound && settle_top(nic); k++)
+		;
+	return nic->ntimers ? nic->timers[0]->timer_key : UINT64_MAX;
 }
 
 const char *nic_drop_reason_str(enum nic_drop_reason r)

@@ -48,7 +48,9 @@ void nic_fault_park(struct nic_fault *f, struct nic_qp *qp)
  * the traffic that raised it. */
 void nic_fault_cancel(struct nic_fault *f, const struct nic_ports *ports)
 {
-	if (f->state == NIC_SLOT_WAITING && f->dom)
+	/* Read the answer first: an answered fault is off its request, and its domain may
+	 * already be freed (a deregistered MR's tables go once its faults are answered). */
+	if (nic_fault_poll(f) == NIC_SLOT_WAITING && f->dom)
 		(void)iopt_waiter_cancel(f->dom, &f->waiter);
 	if (f->state == NIC_SLOT_WAITING && f->persist == NIC_PERSIST_WAITING)
 		ports->persist_cancel(ports->ctx, &f->waiter);

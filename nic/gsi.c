@@ -10,11 +10,6 @@
  */
 #include "nic_int.h"
 
-static void drop(struct nic *nic, enum nic_drop_reason why)
-{
-	nic->ctr.drops[why]++;
-}
-
 /* IBA 13.5.1: a GSI datagram is one MAD; rdma_cm's are all 256 bytes (IBA 13.4.2). */
 void nic_gsi_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src)
 {
@@ -22,17 +17,17 @@ void nic_gsi_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct ni
 	struct roce_pkt p;
 
 	if (!nic->cfg.ports.gsi_rx)
-		return drop(nic, NIC_DROP_NO_QP);
+		return nic_drop(nic, NULL, NIC_DROP_NO_QP);
 	if (roce_parse(pkt, len, 4096, &p) != ROCE_R_OK)	/* any MTU carries a MAD */
-		return drop(nic, NIC_DROP_PARSE);
+		return nic_drop(nic, NULL, NIC_DROP_PARSE);
 	if (p.h.bth.opcode != ROCE_OP_UD_SEND_ONLY)
-		return drop(nic, NIC_DROP_BAD_QP_TYPE);
+		return nic_drop(nic, NULL, NIC_DROP_BAD_QP_TYPE);
 	if (p.h.bth.pkey != ROCE_DEFAULT_PKEY)
-		return drop(nic, NIC_DROP_BAD_PKEY);
+		return nic_drop(nic, NULL, NIC_DROP_BAD_PKEY);
 	if (p.h.deth.qkey != NIC_GSI_QKEY)
-		return drop(nic, NIC_DROP_BAD_QKEY);
+		return nic_drop(nic, NULL, NIC_DROP_BAD_QKEY);
 	if (p.payload_len != NIC_GSI_MAD_LEN)
-		return drop(nic, NIC_DROP_PARSE);
+		return nic_drop(nic, NULL, NIC_DROP_PARSE);
 	d = (struct nic_gsi_dgram){ .src = *src, .src_qp = p.h.deth.sqpn, .mad = p.payload };
 	nic->ctr.gsi_received++;
 	nic->cfg.ports.gsi_rx(nic->cfg.ports.ctx, &d);

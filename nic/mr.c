@@ -6,6 +6,8 @@
  *
  * Keys: lkey == rkey == slot << 8 | variant. The 8-bit variant of a slot changes on every
  * registration, so a stale key of a re-registered slot misses (as mlx5's mkey variant).
+ * Slots come from a FIFO of free ones (O(1)), and the table doubles while fewer than a
+ * quarter are free, up to 2^24 slots: a slot waits long before its reuse.
  * Deregistration takes the key out of the slot first (new packets NAK), then invalidates the
  * whole table (the fence: DMAs already translating finish first), then destroys the table;
  * while the fault handler still holds one of its requests, the MR waits on nic->zombies.
@@ -46,20 +48,60 @@ static int check_init(const struct nic *nic, const struct nic_mr_init *in, bool 
 	return nic_mr_init_why(nic, in) ? -EINVAL : 0;
 }
 
+/* Double the slot table (from NIC_MR_SLOTS_MIN): the free FIFO keeps its order, the new
+ * slots queue behind it. 0 or -ENOMEM (also at NIC_MR_SLOTS_MAX). */
+int nic_mr_slots_grow(struct nic *nic)
+{
+	uint32_t old = nic->mr_cap, cap = old ? old * 2 : NIC_MR_SLOTS_MIN, *f;
+	struct nic_mr **slot;
+	uint8_t *var;
+
+	if (cap > NIC_MR_SLOTS_MAX)
+		return -ENOMEM;
+	if (!(f = malloc(cap * sizeof(*f))))
+		return -ENOMEM;
+	if (!(slot = realloc(nic->mr_slot, cap * sizeof(*slot)))) {
+		free(f);
+		return -ENOMEM;
+	}
+	nic->mr_slot = slot;
+	if (!(var = realloc(nic->mr_variant, cap))) {
+		free(f);
+		return -ENOMEM;
+	}
+	nic->mr_variant = var;
+	memset(slot + old, 0, (cap - old) * sizeof(*slot));
+	memset(var + old, 0, cap - old);
+	for (uint32_t i = 0; i < nic->mr_nfree; i++)
+		f[i] = nic->mr_free[(nic->mr_free_head + i) % old];
+	for (uint32_t s = old ? old : 1; s < cap; s++)	/* slot 0 never: no key below 256 */
+		f[nic->mr_nfree++] = s;
+	free(nic->mr_free);
+	nic->mr_free = f;
+	nic->mr_free_head = 0;
+	nic->mr_cap = cap;
+	return 0;
+}
+
 static int alloc_slot(struct nic *nic, struct nic_mr *mr)
 {
-	for (uint32_t i = 0; i < NIC_MR_SLOTS - 1; i++) {
-		uint32_t s = nic->mr_next_slot;
+	uint32_t s;
 
-		nic->mr_next_slot = s + 1 < NIC_MR_SLOTS ? s + 1 : 1;
-		if (!nic->mr_slot[s]) {
-			nic->mr_variant[s]++;
-			nic->mr_slot[s] = mr;
-			mr->key = s << 8 | nic->mr_variant[s];
-			return 0;
-		}
-	}
-	return -ENOMEM;
+	if (nic->mr_nfree < nic->mr_cap / 4 && nic_mr_slots_grow(nic) && !nic->mr_nfree)
+		return -ENOMEM;
+	s = nic->mr_free[nic->mr_free_head];
+	nic->mr_free_head = (nic->mr_free_head + 1) % nic->mr_cap;
+	nic->mr_nfree--;
+	nic->mr_variant[s]++;
+	nic->mr_slot[s] = mr;
+	mr->key = s << 8 | nic->mr_variant[s];
+	return 0;
+}
+
+static void free_slot(struct nic *nic, uint32_t s)
+{
+	nic->mr_slot[s] = NULL;
+	nic->mr_free[(nic->mr_free_head + nic->mr_nfree++) % nic->mr_cap] = s;
 }
 
 /* A pinned MR: install [va, va+len) -> host (the owner pinned it): once, or again at a
@@ -101,7 +143,7 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	if (rc)
 		return rc;
 	if (nic->ctr.mrs >= nic->attr.max_mr)
-		return -ENOMEM;
+		return -ENOSPC;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
@@ -148,7 +190,8 @@ int nic_mr_host_of(const struct nic_mr *mr, uint64_t va, uint64_t *host)
 
 struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key)
 {
-	struct nic_mr *mr = nic->mr_slot[(key >> 8) % NIC_MR_SLOTS];
+	uint32_t s = key >> 8;
+	struct nic_mr *mr = s < nic->mr_cap ? nic->mr_slot[s] : NULL;
 
 	return mr && mr->key == key && !mr->dead ? mr : NULL;
 }
@@ -181,7 +224,7 @@ int nic_mr_dereg(struct nic_mr *mr)
 		return -EINVAL;
 	nic = mr->pd->nic;
 	mr->dead = true;
-	nic->mr_slot[mr->key >> 8] = NULL;
+	free_slot(nic, mr->key >> 8);
 	nic_lease_wake(mr);	/* what waits on a broken lease now finds the key gone */
 	/* The fence: returns once no DMA uses a translation of this MR. */
 	(void)iopt_invalidate(mr->iopt, mr->implicit ? 0 : mr->va & ~NIC_PAGE_MASK,

@@ -154,8 +154,9 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 int nic_gsi_send(struct nic *nic, const struct nic_gid *dst, const uint8_t *mad);
 /* Run timers due at now (ACK timeout, RNR timer, deferred work). */
 void nic_tick(struct nic *nic, uint64_t now);
-/* The earliest time nic_tick has work, or UINT64_MAX. */
-uint64_t nic_next_deadline(const struct nic *nic);
+/* The earliest time nic_tick has work, or UINT64_MAX. O(log QPs): it may tidy the
+ * timers, hence not const. */
+uint64_t nic_next_deadline(struct nic *nic);
 
 /* Answers of the fault handler to a request handed out by ports.fault, exactly once each.
  * nic_fault_complete: 0 when the pages are filled, or when an invalidation raced the
@@ -258,6 +259,10 @@ void nic_srq_set_owner(struct nic_srq *srq, void *owner);
 void *nic_srq_owner(const struct nic_srq *srq);
 void nic_mr_set_owner(struct nic_mr *mr, void *owner);
 void *nic_mr_owner(const struct nic_mr *mr);
+/* The owner's object of the QP with this number, of the live MR with this key (lkey or
+ * rkey), or NULL: O(1), for the owner's tools. */
+void *nic_qp_owner_by_num(struct nic *nic, uint32_t qpn);
+void *nic_mr_owner_by_key(struct nic *nic, uint32_t key);
 /* Arm: the next completion (solicited_only: the next solicited one or error) calls
  * ports.cq_notify once. */
 int nic_cq_req_notify(struct nic_cq *cq, bool solicited_only);
@@ -343,13 +348,26 @@ int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
 int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
 		       unsigned *posted, uint64_t now);
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
+/* A WR the host read from its client and could not post (a malformed slot of a shared
+ * ring: garbage opcode, SGE count, flags, or a post in a state that takes none), completed
+ * as a NIC completes a malformed WQE it fetched: LOC_QP_OP_ERR (vendor_err BAD_WQE, only
+ * wr_id meaningful) in its place in the queue, and the QP moves to ERR, which flushes
+ * every WR still outstanding before it and every later one (WR_FLUSH_ERR, as for any
+ * local error, nic_post_send). In ERR already it completes WR_FLUSH_ERR. Returns 0,
+ * -EINVAL (no QP; a receive for a QP on an SRQ), -ENOMEM (send: the queue is full; post
+ * it again once a WR retired). */
+int nic_post_send_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
+int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 
 /* ---- counters ---- */
 
+/* Why a received datagram was dropped. Each drop counts once, on the device and (when a
+ * QP took it) on that QP: nic_counters.drops, nic_qp_counters.drops (docs/nic.md lists
+ * them); emu/ exports each as drop_<reason> (emu/counters.c). */
 #define NIC_DROP_REASONS(X) \
 	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
 	X(SRC_MISMATCH) X(PSN_OUT_OF_WINDOW) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
-	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(UD_TOO_LONG)
+	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(UD_TOO_LONG) X(LAND_FAULT)
 enum nic_drop_reason {
 #define NIC_DROP_ENUM_(n) NIC_DROP_##n,
 	NIC_DROP_REASONS(NIC_DROP_ENUM_)
@@ -386,7 +404,7 @@ void nic_counters(const struct nic *nic, struct nic_counters *out);
 #define NIC_VENDOR_ERRS(X) \
 	X(NONE) X(FLUSH) X(BAD_LKEY) X(LKEY_RANGE) X(LKEY_ACCESS) X(LOCAL_FAULT) \
 	X(LOCAL_LEN) X(NAK_INV_REQ) X(NAK_ACCESS) X(NAK_OP) X(RETRY_EXC) X(RNR_EXC) \
-	X(RECV_TOO_SMALL) X(BAD_RESPONSE)
+	X(RECV_TOO_SMALL) X(BAD_RESPONSE) X(BAD_WQE)
 enum nic_vendor_err {
 #define NIC_VERR_ENUM_(n) NIC_VERR_##n,
 	NIC_VENDOR_ERRS(NIC_VERR_ENUM_)

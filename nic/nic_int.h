@@ -14,7 +14,8 @@
 #define NIC_MAX_INLINE		256
 #define NIC_PKT_MAX		NIC_PORT_TX_SLOT	/* largest packet: PMTU + headers + ICRC */
 #define NIC_QPN_FIRST		0x11u		/* below: reserved (QP0/QP1 and friends) */
-#define NIC_MR_SLOTS		(1u << 16)	/* key = slot << 8 | variant */
+#define NIC_MR_SLOTS_MIN	(1u << 12)	/* key = slot << 8 | variant: slots grow */
+#define NIC_MR_SLOTS_MAX	(1u << 24)	/* from this many, doubling as they fill */
 #define NIC_GRH_LEN		40
 #define NIC_PAGE_MASK		(IOPT_PAGE_SIZE - 1)
 #define NIC_ACKREQ_EVERY	64		/* AckReq inside long messages */
@@ -74,15 +75,18 @@ struct nic_cq {
 	bool armed, armed_solicited, error;
 };
 
-/* A receive WQE (RQ or SRQ). */
+/* A receive WQE (RQ or SRQ), as the engines hold one taken off the queue. */
 struct nic_rwqe {
 	uint64_t wr_id;
 	unsigned num_sge;
 	struct nic_sge sge[NIC_MAX_SGE];
 };
 
+/* The queue keeps each WQE in a slot of its own size (max_sge SGEs, not NIC_MAX_SGE): a
+ * deep queue of one-SGE WQEs costs 32 bytes a WQE, not 528. */
 struct nic_rq {
-	struct nic_rwqe *wqe;
+	uint8_t *wqe;			/* size slots of stride bytes (srq.c) */
+	size_t stride;
 	unsigned size, head, count, max_sge;
 };
 
@@ -114,13 +118,17 @@ struct nic_swqe {
 	unsigned vendor_err;
 	bool signaled;
 	struct nic_send_wr wr;		/* sg_list points at sge (or nothing: inline) */
-	struct nic_sge sge[NIC_MAX_SGE];
-	uint8_t inline_data[NIC_MAX_INLINE];
+	/* Room for the QP's max_send_sge SGEs and max_inline_data bytes, in arrays of the
+	 * send queue (struct nic_sq): a WQE costs what the QP's caps need. */
+	struct nic_sge *sge;
+	uint8_t *inline_data;
 };
 
 /* Absolute, ever-increasing positions; slot = position % size. */
 struct nic_sq {
 	struct nic_swqe *wqe;
+	struct nic_sge *sges;		/* size * max_sge: wqe[i].sge points into it */
+	uint8_t *inline_data;		/* size * max_inline: wqe[i].inline_data */
 	unsigned size, max_sge, max_inline;
 	uint64_t head;		/* oldest not retired */
 	uint64_t next;		/* next to send from (head <= next <= tail) */
@@ -208,7 +216,8 @@ struct nic_resp {
 	/* ODP: the fault of the head packet, and the packets held behind it (stall policy) */
 	struct nic_fault fault;
 	struct nic_held *held;
-	unsigned nheld, held_head, held_cap;
+	unsigned nheld, held_head;
+	unsigned held_size, held_cap;	/* allocated (grown on demand), cfg.stall_queue */
 	bool stall_overflowed;		/* packets dropped since the queue filled */
 };
 
@@ -266,19 +275,34 @@ struct nic_qp {
 	struct nic_list link;		/* nic->qps */
 	struct nic_list run_link;	/* nic->run */
 	struct nic_qp *hash_next;
+	uint64_t seq;			/* creation order: nic_tick runs due QPs in it */
+	uint32_t timer_pos;		/* 1 + index in nic->timers; 0: not there */
+	uint64_t timer_key;		/* <= the earliest of comp's deadlines (timers below) */
 };
 
-#define NIC_QP_HASH 1024
+#define NIC_QP_HASH_MIN 1024
 
 struct nic {
 	struct nic_config cfg;
 	struct nic_device_attr attr;
 	struct iopt_fq *fq;
 	uint32_t next_qpn;
-	struct nic_qp *qp_hash[NIC_QP_HASH];
-	struct nic_mr **mr_slot;	/* NIC_MR_SLOTS entries */
+	struct nic_qp **qp_hash;	/* qp_hash_size buckets, a power of two >= qps */
+	uint32_t qp_hash_size;
+	uint64_t qp_seq;
+	/* The QPs whose completer has a deadline (ACK timeout, RNR timer): a binary min-heap
+	 * on timer_key, which may be earlier than the deadline (a deadline that moved later
+	 * is corrected when it reaches the top), never later. Room for every QP is made when
+	 * it is created, so arming never allocates; due is nic_tick's scratch. */
+	struct nic_qp **timers, **due;
+	uint32_t ntimers, timers_cap;
+	/* MR keys: mr_slot[slot] for slot in [1, mr_cap); free slots wait in a FIFO ring
+	 * (mr_free, from mr_free_head), so a slot is reused as late as possible, and at least
+	 * a quarter of them are kept free (the table grows): a stale key misses long after. */
+	struct nic_mr **mr_slot;
 	uint8_t *mr_variant;		/* per slot: bumps on each registration */
-	uint32_t mr_next_slot;
+	uint32_t *mr_free;
+	uint32_t mr_cap, mr_free_head, mr_nfree;
 	struct nic_list qps, mrs, zombies, run;
 	struct nic_counters ctr;
 	uint64_t now;			/* of the current entry point */
@@ -298,6 +322,7 @@ struct nic_qp *nic_qp_lookup(struct nic *nic, uint32_t qpn);
 
 /* mr.c */
 struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key);
+int nic_mr_slots_grow(struct nic *nic);
 void nic_mr_reap(struct nic *nic);
 
 /* cq.c */
@@ -305,8 +330,10 @@ void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited);
 
 /* srq.c / rq */
 int nic_rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge);
+/* The oldest WQE into *out, taken off the queue (take) or left on it (peek); false when
+ * the queue is empty. */
 bool nic_rq_take(struct nic_rq *rq, struct nic_rwqe *out);
-const struct nic_rwqe *nic_rq_peek(const struct nic_rq *rq);
+bool nic_rq_peek(const struct nic_rq *rq, struct nic_rwqe *out);
 int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct nic_device_attr *a);
 void nic_srq_check_limit(struct nic_srq *srq);
 
@@ -316,8 +343,18 @@ void nic_qp_flush(struct nic_qp *qp);
 void nic_swqe_complete(struct nic_qp *qp, struct nic_swqe *w, enum odpemu_wc_status st,
 		       unsigned verr);
 void nic_recv_complete(struct nic_qp *qp, const struct nic_wc *wc, bool solicited);
+/* device.c: count a received datagram dropped for why, on the device and on qp (NULL:
+ * no QP took it). Every receive-path drop goes through here, so the device's drops are
+ * the sum of every reason everywhere. */
+void nic_drop(struct nic *nic, struct nic_qp *qp, enum nic_drop_reason why);
+/* device.c: the QP number table and the timer heap; room for one more QP in both (at
+ * create: 0 or -ENOMEM), so adding never fails. */
+int nic_qp_reserve(struct nic *nic);
 void nic_qp_hash_add(struct nic *nic, struct nic_qp *qp);
 void nic_qp_hash_del(struct nic *nic, struct nic_qp *qp);
+/* A completer deadline of qp was set to t (finite): keep the heap's promise. */
+void nic_timer_arm(struct nic_qp *qp, uint64_t t);
+void nic_timer_del(struct nic_qp *qp);
 
 /* dma.c: copy between a local SGE list or an MR range and a buffer, through the IOPT. */
 enum nic_dma_result {

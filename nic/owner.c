@@ -11,3 +11,13 @@ NIC_OWNER_FNS(qp)
 NIC_OWNER_FNS(cq)
 NIC_OWNER_FNS(srq)
 NIC_OWNER_FNS(mr)
+
+void *nic_qp_owner_by_num(struct nic *nic, uint32_t qpn)
+{
+	return nic_qp_owner(nic_qp_lookup(nic, qpn));
+}
+
+void *nic_mr_owner_by_key(struct nic *nic, uint32_t key)
+{
+	return nic_mr_owner(nic_mr_lookup(nic, key));
+}

@@ -10,7 +10,7 @@ int nic_pd_alloc(struct nic *nic, uint32_t client, struct nic_pd **out)
 	if (!nic || !out)
 		return -EINVAL;
 	if (nic->ctr.pds >= nic->attr.max_pd)
-		return -ENOMEM;
+		return -ENOSPC;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;

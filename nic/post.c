@@ -143,3 +143,44 @@ int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now)
 		nic_qp_flush(qp);
 	return 0;
 }
+
+/* The WQE takes a send queue slot so that its completion keeps post order (the queue
+ * retires in order, nic_comp_retire); the opcode is left 0: a completion in error defines
+ * only wr_id, status, qp_num and vendor_err. */
+int nic_post_send_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now)
+{
+	const struct nic_send_wr wr = { .wr_id = wr_id };
+	struct nic_swqe *w;
+
+	if (!qp)
+		return -EINVAL;
+	if (qp->sq.tail - qp->sq.head == qp->sq.size)
+		return -ENOMEM;
+	qp->nic->now = now;
+	w = nic_sq_at(&qp->sq, qp->sq.tail++);
+	copy_wqe(qp, w, &wr, 0);
+	if (qp->state == ODPEMU_QPS_ERR)
+		nic_qp_flush(qp);
+	else
+		nic_swqe_complete(qp, w, ODPEMU_WC_LOC_QP_OP_ERR, NIC_VERR_BAD_WQE);
+	return 0;
+}
+
+/* The receives posted before it flush first (nic_qp_to_err), then it completes. */
+int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now)
+{
+	struct nic_wc wc = { .wr_id = wr_id, .status = ODPEMU_WC_WR_FLUSH_ERR,
+		.opcode = ODPEMU_WC_RECV, .vendor_err = NIC_VERR_FLUSH };
+
+	if (!qp || qp->srq)
+		return -EINVAL;
+	qp->nic->now = now;
+	wc.qp_num = qp->qpn;
+	if (qp->state != ODPEMU_QPS_ERR) {
+		wc.status = ODPEMU_WC_LOC_QP_OP_ERR;
+		wc.vendor_err = NIC_VERR_BAD_WQE;
+		nic_qp_to_err(qp);
+	}
+	nic_recv_complete(qp, &wc, false);
+	return 0;
+}

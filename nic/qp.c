@@ -38,6 +38,8 @@ static int check_init(const struct nic *nic, const struct nic_qp_init *in)
 static void qp_free(struct nic_qp *qp)
 {
 	free(qp->sq.wqe);
+	free(qp->sq.sges);
+	free(qp->sq.inline_data);
 	free(qp->rq.wqe);
 	free(qp->resp.rsrc);
 	free(qp->resp.held);
@@ -55,6 +57,25 @@ static uint32_t alloc_qpn(struct nic *nic)
 	}
 }
 
+/* The send queue's WQEs, each with room for the QP's SGEs and inline bytes (one of each
+ * at least: an empty inline WR still copies nothing from somewhere). */
+static int sq_init(struct nic_sq *sq, const struct nic_qp_init *in)
+{
+	size_t nsge = in->max_send_sge ? in->max_send_sge : 1;
+	size_t ninl = in->max_inline_data ? in->max_inline_data : 1;
+
+	sq->wqe = calloc(in->max_send_wr, sizeof(*sq->wqe));
+	sq->sges = calloc(in->max_send_wr, nsge * sizeof(*sq->sges));
+	sq->inline_data = calloc(in->max_send_wr, ninl);
+	if (!sq->wqe || !sq->sges || !sq->inline_data)
+		return -ENOMEM;
+	for (unsigned i = 0; i < in->max_send_wr; i++) {
+		sq->wqe[i].sge = sq->sges + i * nsge;
+		sq->wqe[i].inline_data = sq->inline_data + i * ninl;
+	}
+	return 0;
+}
+
 int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp **out)
 {
 	struct nic *nic = pd ? pd->nic : NULL;
@@ -67,13 +88,13 @@ int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp
 	if (rc)
 		return rc;
 	if (nic->ctr.qps >= nic->attr.max_qp)
+		return -ENOSPC;
+	if (nic_qp_reserve(nic))
 		return -ENOMEM;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->sq.wqe = calloc(in->max_send_wr, sizeof(*qp->sq.wqe));
-	qp->resp.held = calloc(nic->cfg.stall_queue, sizeof(*qp->resp.held));
-	rc = (qp->sq.wqe && qp->resp.held) ? 0 : -ENOMEM;
+	rc = sq_init(&qp->sq, in);
 	if (!rc && !in->srq)
 		rc = nic_rq_init(&qp->rq, in->max_recv_wr, in->max_recv_sge);
 	if (rc) {
@@ -94,6 +115,7 @@ int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp
 	qp->state = ODPEMU_QPS_RESET;
 	qp->comp.ack_deadline = qp->comp.rnr_deadline = UINT64_MAX;
 	qp->qpn = alloc_qpn(nic);
+	qp->seq = nic->qp_seq++;
 	nic_qp_hash_add(nic, qp);
 	nic_list_add_tail(&nic->qps, &qp->link);
 	nic_list_init(&qp->run_link);
@@ -128,6 +150,7 @@ int nic_qp_destroy(struct nic_qp *qp)
 		nic_list_del(&qp->run_link);
 	nic_list_del(&qp->link);
 	nic_qp_hash_del(nic, qp);
+	nic_timer_del(qp);
 	qp->scq->users--;
 	qp->rcq->users--;
 	if (qp->srq)

@@ -108,8 +108,10 @@ static enum nic_dma_result gather(struct nic_qp *qp, struct nic_swqe *w, uint32_
 
 static void arm_ack_timer(struct nic_qp *qp)
 {
-	if (qp->comp.ack_deadline == UINT64_MAX)
+	if (qp->comp.ack_deadline == UINT64_MAX) {
 		qp->comp.ack_deadline = qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
+		nic_timer_arm(qp, qp->comp.ack_deadline);
+	}
 }
 
 /* A local DMA error: the WQE completes with LOC_PROT_ERR (the QP goes to ERR). */
@@ -246,8 +248,16 @@ static bool window_open(const struct nic_qp *qp)
 	return roce_psn_diff(qp->req.psn, qp->comp.una) < (int32_t)qp->nic->cfg.max_inflight;
 }
 
+/* A new WQE numbers on from the highest PSN ever sent, not from the send PSN: during a
+ * go-back-N resend the send PSN is behind, and an answer for the original transmission may
+ * complete every WQE up to the new one (an atomic ACK or READ response completes its WQE
+ * whatever resends are under way), moving sq.next past the resend. Numbering from there
+ * would reuse PSNs the responder already executed: it would take the new requests for
+ * duplicates and ACK them unexecuted (IBA 9.7.5.1.4), a silent loss. Every WQE before w
+ * was sent whole, so max_sent is the end of the last one. */
 static void assign_psns(struct nic_qp *qp, struct nic_swqe *w)
 {
+	qp->req.psn = qp->req.max_sent;
 	w->first_psn = qp->req.psn;
 	w->npkts = npkts_of(qp, w);
 	w->psn_assigned = true;

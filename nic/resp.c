@@ -613,7 +613,7 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 	enum verdict v;
 
 	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
-		qp->ctr.drops[NIC_DROP_SEQ_ERR_SILENT]++;
+		nic_drop(qp->nic, qp, NIC_DROP_SEQ_ERR_SILENT);
 		if (qp->init.fault_policy == NIC_FAULT_RNR)
 			fault_ahead(qp, pkt);
 		seq_nak(qp);
@@ -639,18 +639,49 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 
 /* ---- the stall queue ---- */
 
+/* A packet is 4 KiB or more: the queue grows on demand, by doubling, up to held_cap, so a
+ * QP that never stalls holds none. The held packets move (their views re-pointed). */
+static bool held_room(struct nic_resp *r)
+{
+	unsigned size;
+	struct nic_held *h;
+
+	if (r->nheld < r->held_size)
+		return true;
+	if (r->held_size >= r->held_cap)
+		return false;
+	size = r->held_size ? r->held_size * 2 : 8;
+	if (size > r->held_cap)
+		size = r->held_cap;
+	if (!(h = malloc(size * sizeof(*h))))
+		return false;		/* as a full queue: dropped, go-back-N recovers */
+	for (unsigned i = 0; i < r->nheld; i++) {
+		const struct nic_held *o = &r->held[(r->held_head + i) % r->held_size];
+
+		memcpy(h[i].buf, o->buf, o->pkt.len);
+		h[i].pkt = o->pkt;
+		h[i].pkt.buf = h[i].buf;
+		h[i].pkt.payload = h[i].buf + (o->pkt.payload - o->pkt.buf);
+	}
+	free(r->held);
+	r->held = h;
+	r->held_size = size;
+	r->held_head = 0;
+	return true;
+}
+
 static bool hold(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
 	struct nic_resp *r = &qp->resp;
 	struct nic_held *h;
 
-	if (r->nheld == r->held_cap) {
+	if (!held_room(r)) {
 		qp->ctr.stall_drops++;
-		qp->ctr.drops[NIC_DROP_STALL_FULL]++;
+		nic_drop(qp->nic, qp, NIC_DROP_STALL_FULL);
 		r->stall_overflowed = true;
 		return false;
 	}
-	h = &r->held[(r->held_head + r->nheld) % r->held_cap];
+	h = &r->held[(r->held_head + r->nheld) % r->held_size];
 	memcpy(h->buf, pkt->buf, pkt->len);
 	h->pkt = *pkt;
 	h->pkt.buf = h->buf;
@@ -718,7 +749,7 @@ void nic_resp_run(struct nic_qp *qp)
 			r->nheld = 0;
 			return;
 		}
-		r->held_head = (r->held_head + 1) % r->held_cap;
+		r->held_head = (r->held_head + 1) % r->held_size;
 		r->nheld--;
 	}
 	if (!r->nheld && r->fault.state != NIC_SLOT_WAITING && r->stall_overflowed) {

@@ -2,9 +2,22 @@
 /* Receive queues: a QP's own RQ or a shared SRQ hold the same receive WQEs. */
 #include "nic_int.h"
 
+/* A queued WQE: its own SGEs only (the queue's stride). */
+struct rq_slot {
+	uint64_t wr_id;
+	unsigned num_sge;
+	struct nic_sge sge[];
+};
+
+static struct rq_slot *slot_at(const struct nic_rq *rq, unsigned i)
+{
+	return (struct rq_slot *)(void *)(rq->wqe + (size_t)i * rq->stride);
+}
+
 static int rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge)
 {
-	rq->wqe = calloc(max_wr ? max_wr : 1, sizeof(*rq->wqe));
+	rq->stride = sizeof(struct rq_slot) + max_sge * sizeof(struct nic_sge);
+	rq->wqe = calloc(max_wr ? max_wr : 1, rq->stride);
 	if (!rq->wqe)
 		return -ENOMEM;
 	rq->size = max_wr;
@@ -14,14 +27,14 @@ static int rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge)
 
 int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct nic_device_attr *a)
 {
-	struct nic_rwqe *w;
+	struct rq_slot *w;
 
 	(void)a;
 	if (!wr || wr->num_sge > rq->max_sge || (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
 	if (rq->count == rq->size)
 		return -ENOMEM;
-	w = &rq->wqe[(rq->head + rq->count) % rq->size];
+	w = slot_at(rq, (rq->head + rq->count) % rq->size);
 	w->wr_id = wr->wr_id;
 	w->num_sge = wr->num_sge;
 	if (wr->num_sge)
@@ -30,16 +43,23 @@ int nic_rq_post(struct nic_rq *rq, const struct nic_recv_wr *wr, const struct ni
 	return 0;
 }
 
-const struct nic_rwqe *nic_rq_peek(const struct nic_rq *rq)
+bool nic_rq_peek(const struct nic_rq *rq, struct nic_rwqe *out)
 {
-	return rq->count ? &rq->wqe[rq->head] : NULL;
+	const struct rq_slot *w;
+
+	if (!rq->count)
+		return false;
+	w = slot_at(rq, rq->head);
+	out->wr_id = w->wr_id;
+	out->num_sge = w->num_sge;
+	memcpy(out->sge, w->sge, w->num_sge * sizeof(*w->sge));
+	return true;
 }
 
 bool nic_rq_take(struct nic_rq *rq, struct nic_rwqe *out)
 {
-	if (!rq->count)
+	if (!nic_rq_peek(rq, out))
 		return false;
-	*out = rq->wqe[rq->head];
 	rq->head = (rq->head + 1) % rq->size;
 	rq->count--;
 	return true;
@@ -54,7 +74,7 @@ int nic_srq_create(struct nic_pd *pd, unsigned max_wr, unsigned max_sge, struct 
 	    max_sge > nic->attr.max_srq_sge || max_sge > NIC_MAX_SGE)
 		return -EINVAL;
 	if (nic->ctr.srqs >= nic->attr.max_srq)
-		return -ENOMEM;
+		return -ENOSPC;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq || rq_init(&srq->rq, max_wr, max_sge)) {
 		free(srq);

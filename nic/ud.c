@@ -33,16 +33,11 @@ static void make_grh(uint8_t grh[NIC_GRH_LEN], const struct nic_gid *src,
 	}
 }
 
-static void drop(struct nic_qp *qp, enum nic_drop_reason why)
-{
-	qp->ctr.drops[why]++;
-	qp->nic->ctr.drops[why]++;
-}
-
 void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src)
 {
 	struct nic_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
-	const struct nic_rwqe *w = nic_rq_peek(rq);
+	struct nic_rwqe head;
+	const struct nic_rwqe *w = nic_rq_peek(rq, &head) ? &head : NULL;
 	struct nic_dma_ctx c = nic_dma_ctx(qp, NULL);	/* a miss drops: fire and forget */
 	uint8_t buf[NIC_GRH_LEN + NIC_PKT_MAX];
 	uint32_t len = NIC_GRH_LEN + pkt->payload_len;
@@ -51,9 +46,9 @@ void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_g
 	struct nic_wc wc;
 
 	if (!(pkt->mask & ROCE_M_DETH) || pkt->h.deth.qkey != qp->attr.qkey)
-		return drop(qp, NIC_DROP_BAD_QKEY);
+		return nic_drop(qp->nic, qp, NIC_DROP_BAD_QKEY);
 	if (!w)
-		return drop(qp, NIC_DROP_UD_NO_WQE);
+		return nic_drop(qp->nic, qp, NIC_DROP_UD_NO_WQE);
 	make_grh(buf, src, &qp->nic->cfg.gid, pkt->len);
 	memcpy(buf + NIC_GRH_LEN, pkt->payload, pkt->payload_len);
 	wc = (struct nic_wc){ .wr_id = w->wr_id, .opcode = ODPEMU_WC_RECV, .byte_len = len,
@@ -70,7 +65,7 @@ void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_g
 		res = nic_dma_sge(&c, w->sge, w->num_sge, 0, buf, len, true);
 		if (res == NIC_DMA_FAULT) {
 			qp->ctr.faults_resp++;
-			return drop(qp, NIC_DROP_RNR);
+			return nic_drop(qp->nic, qp, NIC_DROP_RNR);
 		}
 		if (res != NIC_DMA_OK) {
 			wc.status = ODPEMU_WC_LOC_PROT_ERR;

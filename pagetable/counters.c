@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-domain counters: relaxed atomics, written under different locks, read any time. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "iopt_int.h"
@@ -13,10 +14,24 @@ void iopt_ctr_add(_Atomic uint64_t *c, uint64_t n)
 void iopt_lat_record(struct iopt *d, uint64_t ns)
 {
 	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+	_Atomic uint64_t *lat = atomic_load_explicit(&d->ctr.lat, memory_order_acquire);
 
 	if (b >= IOPT_LAT_BUCKETS)
 		b = IOPT_LAT_BUCKETS - 1;
-	iopt_ctr_add(&d->ctr.lat[b], 1);
+	if (!lat) {	/* the first: whoever loses the race frees its own */
+		_Atomic uint64_t *mine = calloc(IOPT_LAT_BUCKETS, sizeof(*mine)), *none = NULL;
+
+		if (!mine)
+			return;		/* the sample is lost, not the fault */
+		if (atomic_compare_exchange_strong_explicit(&d->ctr.lat, &none, mine,
+							    memory_order_acq_rel, memory_order_acquire)) {
+			lat = mine;
+		} else {
+			free((void *)mine);
+			lat = none;
+		}
+	}
+	iopt_ctr_add(&lat[b], 1);
 }
 
 static uint64_t rd(_Atomic uint64_t *c)
@@ -26,6 +41,8 @@ static uint64_t rd(_Atomic uint64_t *c)
 
 void iopt_counters_get(struct iopt *d, struct iopt_counters *o)
 {
+	_Atomic uint64_t *lat;
+
 	memset(o, 0, sizeof(*o));
 	o->page_faults = rd(&d->ctr.page_faults);
 	o->page_fault_pages = rd(&d->ctr.page_fault_pages);
@@ -37,10 +54,15 @@ void iopt_counters_get(struct iopt *d, struct iopt_counters *o)
 	o->fault_failed = rd(&d->ctr.fault_failed);
 	o->table_bytes = rd(&d->ctr.table_bytes);
 	o->memory_bytes = o->table_bytes + sizeof(*d);
-	for (unsigned i = 0; i < IOPT_LAT_BUCKETS; i++)
-		o->fault_latency_ns[i] = rd(&d->ctr.lat[i]);
+	lat = atomic_load_explicit(&d->ctr.lat, memory_order_acquire);
+	for (unsigned i = 0; lat && i < IOPT_LAT_BUCKETS; i++)
+		o->fault_latency_ns[i] = rd(&lat[i]);
+	if (lat)
+		o->memory_bytes += IOPT_LAT_BUCKETS * sizeof(*lat);
 	/* The root's page count is written under the lock; take it for a consistent value. */
 	pthread_mutex_lock(&d->lock);
-	o->present_pages = d->root->pages;
+	o->present_pages = d->root ? d->root->pages : 0;
+	if (d->log)
+		o->memory_bytes += IOPT_INVAL_LOG * sizeof(*d->log);
 	pthread_mutex_unlock(&d->lock);
 }

@@ -41,11 +41,6 @@ int iopt_create(const struct iopt_config *cfg, struct iopt **out)
 	d->max_need = cfg->max_need ? cfg->max_need : IOPT_MAX_NEED_DEFAULT;
 	d->fq = cfg->fq;
 	d->owner = cfg->owner;
-	d->root = iopt_table_alloc(d, IOPT_TOP);
-	if (!d->root) {
-		free(d);
-		return -ENOMEM;
-	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->fence_lock, NULL);
 	if (d->fq)
@@ -74,7 +69,10 @@ int iopt_destroy(struct iopt *d)
 		iopt_fq_attach(d->fq, -1);
 	}
 	iopt_reclaim_list(d, d->retired);
-	iopt_table_free_tree(d, d->root);
+	if (d->root)
+		iopt_table_free_tree(d, d->root);
+	free(d->log);
+	free((void *)d->ctr.lat);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->fence_lock);
 	free(d);

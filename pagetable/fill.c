@@ -29,7 +29,7 @@ bool iopt_seq_stale_locked(const struct iopt *d, uint64_t va, uint64_t end, uint
 		return false;
 	if (d->inval_active || (seq & 1) || begun > d->seq)
 		return true;
-	if (d->seq - begun > IOPT_INVAL_LOG)
+	if (d->seq - begun > IOPT_INVAL_LOG || begun < d->unlogged_seq)
 		return true;
 	for (uint64_t s = begun + 1; s <= d->seq; s++) {
 		const struct iopt_inval_rec *r = &d->log[s % IOPT_INVAL_LOG];
@@ -221,6 +221,13 @@ long iopt_fill_locked(struct iopt *d, const struct iopt_map *maps, unsigned n, u
 			rc = -EAGAIN;
 	if (rc)
 		return rc;
+	if (n && !d->root) {
+		struct iopt_table *root = iopt_table_alloc(d, IOPT_TOP);
+
+		if (!root)
+			return -ENOMEM;
+		atomic_store_explicit(&d->root, root, memory_order_release);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t flags = (maps[i].perm & IOPT_WRITE) ? IOPT_PTE_WRITE : 0;
 		long added = fill_table(d, d->root, maps[i].va, maps[i].va + maps[i].len,

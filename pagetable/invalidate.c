@@ -4,6 +4,8 @@
  * log the range and clear the entries; then, without the lock, wait a grace period so no DMA
  * still uses them (fence.c), and free the tables unlinked on the way.
  */
+#include <stdlib.h>
+
 #include "iopt_int.h"
 
 static uint64_t inval_table(struct iopt *d, struct iopt_table *t, uint64_t va, uint64_t end);
@@ -89,8 +91,13 @@ long iopt_invalidate_begin(struct iopt *d, uint64_t va, uint64_t len)
 	pthread_mutex_lock(&d->lock);
 	d->seq++;
 	d->inval_active++;
-	d->log[d->seq % IOPT_INVAL_LOG] = (struct iopt_inval_rec){ s, e, d->seq };
-	removed = inval_table(d, d->root, s, e);
+	if (!d->log)
+		d->log = calloc(IOPT_INVAL_LOG, sizeof(*d->log));
+	if (d->log)
+		d->log[d->seq % IOPT_INVAL_LOG] = (struct iopt_inval_rec){ s, e, d->seq };
+	else
+		d->unlogged_seq = d->seq;	/* older snapshots are stale: fill.c */
+	removed = d->root ? inval_table(d, d->root, s, e) : 0;
 	retired = d->retired;
 	d->retired = NULL;
 	if (retired)

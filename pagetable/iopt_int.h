@@ -57,13 +57,17 @@ struct iopt_ctr {
 	_Atomic uint64_t page_faults, page_fault_pages, page_invalidations,
 		page_invalidated_pages, page_prefetch, fault_merged, fault_races, fault_failed;
 	_Atomic uint64_t table_bytes;
-	_Atomic uint64_t lat[IOPT_LAT_BUCKETS];
+	/* IOPT_LAT_BUCKETS, made at the first fault answer (iopt_lat_record): most domains
+	 * of a large host never fault, and 320 bytes each add up */
+	_Atomic uint64_t *_Atomic lat;
 };
 
 struct iopt_req_int;
 
 struct iopt {
-	struct iopt_table *root;	/* level 3; only 256 entries used */
+	/* Level 3; only 256 entries used. NULL until the first fill (an idle ODP MR holds no
+	 * table): set once under the lock with a release store, read with acquire. */
+	struct iopt_table *_Atomic root;
 	/* Bumped (release, under lock) after tables were unlinked: per-thread walk caches
 	 * holding an older value are void (translate.c). id tells domains apart when one is
 	 * freed and another allocated at the same address. */
@@ -77,16 +81,23 @@ struct iopt {
 	pthread_mutex_t lock;		/* writers: tables, seq, log, retired */
 	uint64_t seq;			/* invalidations begun */
 	unsigned inval_active;		/* begun, not ended */
-	struct iopt_inval_rec log[IOPT_INVAL_LOG];
+	/* The last IOPT_INVAL_LOG invalidations, made at the first one; one that found no
+	 * memory for it is unlogged: snapshots older than unlogged_seq are stale. */
+	struct iopt_inval_rec *log;
+	uint64_t unlogged_seq;
 	struct iopt_table *retired;	/* unlinked, awaiting a grace period */
 
 	struct iopt_req_int *reqs;	/* live requests of this domain, under fq->lock */
 	unsigned reqs_inflight;		/* popped by a handler, under fq->lock */
 
 	pthread_mutex_t fence_lock;	/* one grace period at a time */
+	/* Relaxed atomics of the fault and invalidation paths: they share the lines of those
+	 * writers' state, away from the line the DMA brackets touch. */
+	struct iopt_ctr ctr;
+	/* The fence (fence.c): a bracket reads epoch and adds to inflight[epoch], so the two
+	 * share one line, the only one a DMA writes. A domain is 384 bytes. */
 	alignas(64) _Atomic unsigned epoch;
-	alignas(64) _Atomic unsigned long inflight[2];
-	alignas(64) struct iopt_ctr ctr;
+	_Atomic unsigned long inflight[2];
 };
 
 /* table.c */

@@ -99,8 +99,12 @@ static inline uint64_t entry_host(uint64_t e)
 /* The level-1 table of va by a walk from the root, or NULL if an upper level is empty. */
 static struct iopt_table *walk_to_l1(const struct iopt *d, uint64_t va)
 {
-	uint64_t e = atomic_load_explicit(&d->root->e[iopt_index(va, 3)], memory_order_acquire);
+	struct iopt_table *root = atomic_load_explicit(&d->root, memory_order_acquire);
+	uint64_t e;
 
+	if (!root)
+		return NULL;
+	e = atomic_load_explicit(&root->e[iopt_index(va, 3)], memory_order_acquire);
 	if (!iopt_pte_table(e))
 		return NULL;
 	e = atomic_load_explicit(&iopt_pte_ptr(e)->e[iopt_index(va, 2)], memory_order_acquire);

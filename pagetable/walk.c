@@ -28,5 +28,5 @@ static int walk_table(struct iopt_table *t, int level, uint64_t va, uint64_t end
 
 int iopt_walk_present(struct iopt *d, uint64_t va, uint64_t end, iopt_visit_fn fn, void *arg)
 {
-	return walk_table(d->root, IOPT_TOP, va, end, fn, arg);
+	return d->root ? walk_table(d->root, IOPT_TOP, va, end, fn, arg) : 0;
 }

@@ -54,7 +54,8 @@ extern "C" {
 
 struct odpemu_device;	/* opaque: a name and a control socket */
 
-/* The running devices (sockets that accept a connection), NULL-terminated; *num_devices
+/* The running devices (sockets that accept a connection, and sockets this process may not
+ * connect to: opening one fails with EACCES), NULL-terminated; *num_devices
  * (may be NULL) gets the count. NULL with errno on failure (ENOMEM). An empty list is not a
  * failure. Free with odpemu_free_device_list. */
 struct odpemu_device **odpemu_get_device_list(int *num_devices);
@@ -69,7 +70,8 @@ struct odpemu_context {
 };
 
 /* Connect to the daemon. NULL with errno: ENODEV (daemon not running: start odpemud),
- * EPROTO (daemon of another version), EACCES (socket permissions), ENOMEM. */
+ * EPROTO (daemon of another version), EACCES (socket permissions: only root, the daemon's
+ * user and the members of the socket's group, odpemud --group, may connect), ENOMEM. */
 struct odpemu_context *odpemu_open_device(struct odpemu_device *device);
 /* Close: destroys every object still open on the context (the daemon frees them). */
 int odpemu_close_device(struct odpemu_context *context);
@@ -453,8 +455,10 @@ enum odpemu_counter_scope {
 	ODPEMU_COUNTERS_ANY_QP = 3,	/* id: a QP number */
 	ODPEMU_COUNTERS_ANY_MR = 4,	/* id: an MR's lkey */
 	/* The list of every QP and MR of the device: name "qp <pid>" with the QP number as
-	 * value, or "mr <pid>" with the lkey (id unused). */
+	 * value, or "mr <pid>" with the lkey; id 0, or a pid: that process's only. */
 	ODPEMU_COUNTERS_OBJECTS = 5,
+	ODPEMU_COUNTERS_QPS = 6,	/* the same list, QPs only */
+	ODPEMU_COUNTERS_MRS = 7,	/* the same list, MRs only */
 };
 struct odpemu_counter {
 	char name[40];		/* page_faults, page_fault_pages, page_invalidations, ... */

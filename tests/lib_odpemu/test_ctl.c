@@ -91,7 +91,7 @@ static void do_hello(struct fake *f, const struct ipc_hdr *h, const int *fds, un
 	const struct ipc_hello_req *req = (const void *)(h + 1);
 	struct ipc_hello_rep rep = { .session = 1, .daemon_pid = (uint32_t)getpid(),
 				     .notifier = 1 };
-	int p[2], out[3];
+	int p[2], out[4];
 	struct ipc_status_page *sp;
 
 	f->uffd_is_uffd = nfds == 2 && (req->flags & IPC_HELLO_HAS_UFFD) && is_uffd(fds[0]) &&
@@ -108,8 +108,11 @@ static void do_hello(struct fake *f, const struct ipc_hdr *h, const int *fds, un
 	sp->magic = IPC_STATUS_MAGIC;
 	sp->version = IPC_VERSION;
 	munmap(sp, sizeof(*sp));
+	out[3] = memfd_create("doorbells", MFD_CLOEXEC);
+	if (ftruncate(out[3], sizeof(struct ipc_db_page)))
+		abort();
 	snprintf(rep.name, sizeof(rep.name), "fake0");
-	reply(f, h, 0, &rep, sizeof(rep), out, 3, 0);
+	reply(f, h, 0, &rep, sizeof(rep), out, 4, 0);
 }
 
 static void do_counters(struct fake *f, const struct ipc_hdr *h)

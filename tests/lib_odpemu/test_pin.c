@@ -83,7 +83,8 @@ static void test_malloc_move(void)
 	free(buf);
 }
 
-/* Moved pages in the middle of fresh ones: new, reused, new; protections kept. */
+/* Moved pages in the middle of fresh ones: new, then reused and grown (the fresh page
+ * after the middle one continues its memfd); protections kept. */
 static void test_mixed_runs(void)
 {
 	size_t page = t_page();
@@ -96,11 +97,11 @@ static void test_mixed_runs(void)
 	pattern(p, 4 * page, 3);
 	T_EQ(lib_pin_range((uintptr_t)p + page, 2 * page, false, m, 4, &k, &why), 0, "pin middle");
 	T_EQ(lib_pin_range((uintptr_t)p, 4 * page, false, s, 4, &n, &why), 0, "pin all");
-	T_EQ(n, 3, "new + reused + new");
+	T_EQ(n, 2, "new + reused and grown");
 	T_EQ(ino_of(s[1].fd), ino_of(m[0].fd), "middle reused");
 	T_EQ(s[1].fd_offset, 0, "middle offset");
-	T_EQ(s[1].len, 2 * page, "middle len");
-	T_CHECK(ino_of(s[0].fd) != ino_of(s[2].fd), "two fresh memfds");
+	T_EQ(s[1].len, 3 * page, "middle and the page after it, grown into its memfd");
+	T_CHECK(ino_of(s[0].fd) != ino_of(s[1].fd), "a fresh memfd before");
 	T_CHECK(pattern_ok(p, 4 * page, 3), "content");
 	close_segs(s, n);
 	close_segs(m, k);
@@ -324,6 +325,43 @@ static void test_too_many(void)
 	munmap(p, 40 * page);
 }
 
+/* A pool of small buffers pinned one page at a time, in address order: each page grows the
+ * memfd of the one before, so the pool is one entry, one descriptor and one mapping, and
+ * every page keeps its bytes; a page out of order, or after a hole, starts a memfd. */
+static void test_pool(void)
+{
+	size_t page = t_page(), before = lib_pin_entries();
+	uint8_t *p = t_anon(64);
+	struct lib_pin_seg s[2];
+	unsigned n = 0;
+	const char *why;
+	struct lib_vma v;
+	ino_t ino = 0;
+
+	pattern(p, 64 * page, 9);
+	for (int i = 0; i < 32; i++) {
+		T_EQ(lib_pin_range((uintptr_t)p + (size_t)i * page + 8, 64, true, s, 2, &n, &why), 0,
+		     "pin one page of the pool");
+		T_EQ(n, 1, "pool: one segment");
+		T_EQ(s[0].fd_offset, (uint64_t)i * page, "pool: the page's place in the memfd");
+		if (!i)
+			ino = ino_of(s[0].fd);
+		T_EQ(ino_of(s[0].fd), ino, "pool: the first page's memfd");
+		close_segs(s, n);
+	}
+	T_EQ(lib_pin_entries(), before + 1, "pool: one entry");
+	T_CHECK(t_vma_at((uintptr_t)p, &v) && v.shared && v.end - v.start >= 32 * page,
+		"pool: one mapping of 32 pages, [%#lx, %#lx)", (unsigned long)v.start,
+		(unsigned long)v.end);
+	T_CHECK(pattern_ok(p, 64 * page, 9), "pool: content");
+	/* after a hole: a memfd of its own */
+	T_EQ(lib_pin_range((uintptr_t)p + 40 * page, 64, true, s, 2, &n, &why), 0, "pin after a hole");
+	T_CHECK(n == 1 && ino_of(s[0].fd) != ino && s[0].fd_offset == 0, "after a hole: new memfd");
+	close_segs(s, n);
+	T_CHECK(pattern_ok(p, 64 * page, 9), "pool: content at the end");
+	munmap(p, 64 * page);
+}
+
 /* A buffer on the caller's own stack: the move must not lose our frames' writes. */
 static __attribute__((noinline)) void test_stack(void)
 {
@@ -362,6 +400,7 @@ int main(void)
 	test_refused();
 	test_stale();
 	test_too_many();
+	test_pool();
 	test_stack();
 	return t_done("pin");
 }

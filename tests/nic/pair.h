@@ -116,6 +116,9 @@ int pair_post_send_list(struct pair *p, int i, const struct nic_send_wr *wrs, un
 struct roce_hdr;
 /* Deliver a request crafted by the test to side to's RC QP, from side !to's address. */
 void pair_inject(struct pair *p, int to, struct roce_hdr *h, const void *payload, uint32_t len);
+/* The same to another QP of side to's NIC. */
+void pair_inject_qp(struct pair *p, int to, struct nic_qp *qp, struct roce_hdr *h,
+		    const void *payload, uint32_t len);
 
 /* Required attributes of the RC bring-up (IBA table 91), as connect_rc and tests use them. */
 #define PAIR_RC_INIT_MASK (ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT | \

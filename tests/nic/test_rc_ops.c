@@ -408,6 +408,76 @@ static void test_loss_retransmit(void)
 }
 
 /* ODP on the responder: the target MR starts empty; faults fill it; data lands. */
+/* A go-back-N resend parked on a requester fault, overtaken by the READ response of the
+ * original transmission, which completes every WQE sent: the next WQE must number on from
+ * the highest PSN sent. Numbered from the resend's PSN, it reused PSNs the responder had
+ * executed, was ACKed as a duplicate and completed SUCCESS without landing (the soak found
+ * it under loss and reordering). */
+static void test_resend_overtaken(void)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = RW, .max_inflight = 5 };
+	struct pair *p = pair_new(&o);
+	uint8_t *landing = calloc(1, 4096);
+	struct nic_mr *ml;
+	struct nic_qp_attr qa;
+	struct pair_bufs x;
+	struct nic_wc wc;
+
+	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	memset(x.b, 0, BUF);
+	ml = pair_mr(p, 0, landing, 4096, RW);
+	T_EQ(nic_qp_query(p->s[0].qp, &qa), 0, "query");
+	uint32_t psn0 = qa.sq_psn;
+	struct nic_sge s1 = pair_sge(x.a, 4096, x.ma), s2 = pair_sge(landing, 100, ml),
+		s3 = pair_sge(x.a + 8192, 100, x.ma);
+	struct nic_send_wr wr[3] = {
+		{ .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE, .send_flags = ODPEMU_SEND_SIGNALED,
+		  .sg_list = &s1, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b,
+		  .rkey = nic_mr_rkey(x.mb) },	/* PSNs psn0 .. psn0+3 (MTU 1024) */
+		{ .wr_id = 2, .opcode = ODPEMU_WR_RDMA_READ, .send_flags = ODPEMU_SEND_SIGNALED,
+		  .sg_list = &s2, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b + 16384,
+		  .rkey = nic_mr_rkey(x.mb) },	/* psn0+4: fills the window of 5 */
+		{ .wr_id = 3, .opcode = ODPEMU_WR_RDMA_WRITE, .send_flags = ODPEMU_SEND_SIGNALED,
+		  .sg_list = &s3, .num_sge = 1, .remote_addr = (uint64_t)(uintptr_t)x.b + 8192,
+		  .rkey = nic_mr_rkey(x.mb) },	/* waits for the window */
+	};
+
+	/* The responder executes WRITE and READ; every answer is lost. */
+	p->drop_mask = 1u << (ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY & 31) |
+		       1u << (ROCE_OP_RC_ACKNOWLEDGE & 31);
+	for (int i = 0; i < 3; i++)
+		T_EQ(pair_post_send(p, 0, &wr[i]), 0, "post");
+	pair_run(p, 1000000);
+	T_CHECK(memcmp(x.a, x.b, 4096) == 0, "the WRITE was executed");
+	/* The ACK timeout resends from psn0; its gather faults and waits. */
+	p->drop_mask = 0;
+	p->hold_faults = true;
+	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
+	pair_run(p, 100000000);
+	T_CHECK(p->s[0].nfaults >= 1, "the resend waits on a gather fault");
+	/* The READ response of the first transmission arrives: WRITE and READ complete. */
+	struct roce_hdr h = { .bth = { .opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY,
+		.psn = (psn0 + 4) & ROCE_PSN_MASK },
+		.aeth = { .syndrome = roce_syndrome_ack(ROCE_CREDIT_INVALID), .msn = 2 } };
+	pair_inject(p, 0, &h, x.b + 16384, 100);
+	wc = pair_wc(p, 0, true, "the WRITE");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the WRITE completes by the READ response");
+	wc = pair_wc(p, 0, true, "the READ");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the READ completes");
+	/* The fault is answered; the third WR goes out with new PSNs and lands. */
+	p->hold_faults = false;
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "the WRITE behind");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the WRITE behind completes");
+	T_CHECK(memcmp(x.a + 8192, x.b + 8192, 100) == 0,
+		"the WRITE behind landed (not ACKed as a duplicate)");
+	T_EQ(nic_mr_dereg(ml), 0, "dereg landing");
+	free(landing);
+	pair_bufs_free(&x);
+	pair_free(p);
+}
+
 static void test_odp_responder(enum nic_fault_policy policy)
 {
 	struct pair_qp_opts o = { .policy = policy, .timeout = 14, .retry_cnt = 7,
@@ -582,6 +652,45 @@ static void test_dereg_and_rekey(void)
 	wc = pair_send_wc(p, 0, &wr, "write with the stale key");
 	T_EQ(wc.status, ODPEMU_WC_REM_ACCESS_ERR, "stale key refused");
 	pair_bufs_free(&x);
+	pair_free(p);
+}
+
+/* A QP parked on a fault of an ODP MR that is deregistered: the MR waits as a zombie for
+ * the handler's answer, the answer wakes the QP and frees the domain, and the QP is
+ * destroyed before its engine read the answer. Destroying it must not touch the freed
+ * domain (ASan catches it: the soak found this use-after-free). */
+static void test_dereg_while_faulting(void)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = ODPEMU_ACCESS_REMOTE_WRITE };
+	struct pair *p = pair_new(&o);
+	struct pair_bufs x;
+	struct nic_counters c;
+
+	p->hold_faults = true;
+	pair_bufs_new(p, &x, BUF, RW, RW | ODPEMU_ACCESS_ON_DEMAND, &rng);
+	struct nic_sge s = pair_sge(x.a, 4096, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
+
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 1000000);
+	T_CHECK(p->s[1].nfaults >= 1, "the responder faulted and waits");
+	T_EQ(nic_mr_dereg(x.mb), 0, "dereg with a fault in flight");
+	x.mb = NULL;
+	nic_counters(p->s[1].nic, &c);
+	T_EQ(c.mrs, 0, "the MR is gone for the user");
+	pair_bufs_free(&x);
+	/* As the daemon does in one batch: the answer arrives (the domain goes with it) and
+	 * the QP is destroyed before the engine runs. */
+	nic_batch_begin(p->s[1].nic);
+	for (unsigned k = 0; k < p->s[1].nfaults; k++)
+		nic_fault_fail(p->s[1].nic, p->s[1].faults[k].req, -ECANCELED, p->now);
+	p->s[1].nfaults = 0;
+	T_EQ(nic_qp_destroy(p->s[1].qp), 0, "destroy the parked QP");
+	p->s[1].qp = NULL;
+	nic_batch_end(p->s[1].nic, p->now);
 	pair_free(p);
 }
 
@@ -927,6 +1036,102 @@ static void test_responder_errors(void)
 	}
 }
 
+/* Every receive-path drop counts once, by reason, on the device and on the QP that took
+ * it (nic_drop). Regressions: a packet for a fresh QP in RESET counted PARSE (no path MTU
+ * to parse with yet) instead of QP_STATE; a response to a QP in RTR was dropped uncounted;
+ * the completer's and responder's drops (GHOST_RESP, SEQ_ERR_SILENT) were the QP's only. */
+enum drop_at { AT_RESET, AT_RTR, AT_RTS };
+
+static const struct drop_case {
+	const char *what;
+	enum drop_at at;
+	uint8_t opcode;
+	int psn;		/* from the PSN the QP expects (requests) or has outstanding */
+	enum nic_drop_reason why;
+} drop_cases[] = {
+	{ "SEND to a fresh QP in RESET", AT_RESET, ROCE_OP_RC_SEND_ONLY, 0, NIC_DROP_QP_STATE },
+	{ "ACK to a QP in RTR", AT_RTR, ROCE_OP_RC_ACKNOWLEDGE, 0, NIC_DROP_QP_STATE },
+	{ "READ response to a QP in RTR", AT_RTR, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, 0,
+	  NIC_DROP_QP_STATE },
+	{ "ACK older than anything outstanding", AT_RTS, ROCE_OP_RC_ACKNOWLEDGE, -1,
+	  NIC_DROP_GHOST_RESP },
+	{ "SEND ahead of the expected PSN", AT_RTS, ROCE_OP_RC_SEND_ONLY, 5,
+	  NIC_DROP_SEQ_ERR_SILENT },
+};
+
+/* A second RC QP on side 1, left in RESET or brought to RTR towards side 0 (rq_psn 500). */
+static struct nic_qp *extra_qp(struct pair *p, enum drop_at at)
+{
+	struct pair_side *s = &p->s[1];
+	struct nic_qp_init in = { .type = ODPEMU_QPT_RC, .send_cq = s->scq, .recv_cq = s->rcq,
+		.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 };
+	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1 };
+	struct nic_qp *qp = NULL;
+
+	T_EQ(nic_qp_create(s->pd, &in, &qp), 0, "extra QP");
+	if (!qp || at == AT_RESET)
+		return qp;
+	T_EQ(nic_qp_modify(qp, &a, PAIR_RC_INIT_MASK, p->now, NULL), 0, "extra QP to INIT");
+	a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTR, .path_mtu = ODPEMU_MTU_1024,
+		.dest_qp_num = nic_qp_num(p->s[0].qp), .rq_psn = 500, .max_dest_rd_atomic = 1 };
+	memcpy(a.ah_attr.dgid, p->s[0].gid.raw, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	T_EQ(nic_qp_modify(qp, &a, PAIR_RC_RTR_MASK, p->now, NULL), 0, "extra QP to RTR");
+	return qp;
+}
+
+static uint64_t drops_sum(const uint64_t *d)
+{
+	uint64_t t = 0;
+
+	for (unsigned r = 0; r < NIC_DROP__COUNT; r++)
+		t += d[r];
+	return t;
+}
+
+static void test_rx_drops_counted(void)
+{
+	for (unsigned i = 0; i < T_ARRAY_SIZE(drop_cases); i++) {
+		const struct drop_case *c = &drop_cases[i];
+		struct pair *p = pair_new(NULL);
+		struct nic_qp *qp = c->at == AT_RTS ? p->s[1].qp : extra_qp(p, c->at);
+		uint32_t base = c->at == AT_RTS && !(roce_opcode_table[c->opcode].mask &
+			ROCE_M_RESP) ? 101 : c->at == AT_RTS ? 100 : 500;	/* connect_rc */
+		struct roce_hdr h = { .bth = { .opcode = c->opcode, .ackreq = true,
+			.psn = (base + (uint32_t)c->psn) & ROCE_PSN_MASK } };
+		static const uint8_t payload[64];
+		struct nic_counters d0, d1;
+		struct nic_qp_counters q0, q1;
+
+		if (!qp) {
+			pair_free(p);
+			continue;
+		}
+		h.aeth.syndrome = 0x1f;		/* an ACK, credits invalid */
+		nic_counters(p->s[1].nic, &d0);
+		nic_qp_counters(qp, &q0);
+		pair_inject_qp(p, 1, qp, &h, payload, roce_opcode_table[c->opcode].mask &
+			       ROCE_M_PAYLOAD ? sizeof(payload) : 0);
+		nic_counters(p->s[1].nic, &d1);
+		nic_qp_counters(qp, &q1);
+		T_EQ(d1.pkts_received - d0.pkts_received, 1, c->what);
+		T_CHECK(d1.drops[c->why] - d0.drops[c->why] == 1 &&
+			drops_sum(d1.drops) - drops_sum(d0.drops) == 1, "%s: device drops %s "
+			"+%llu of +%llu, want +1 of +1", c->what, nic_drop_reason_str(c->why),
+			(unsigned long long)(d1.drops[c->why] - d0.drops[c->why]),
+			(unsigned long long)(drops_sum(d1.drops) - drops_sum(d0.drops)));
+		T_CHECK(q1.drops[c->why] - q0.drops[c->why] == 1 &&
+			drops_sum(q1.drops) - drops_sum(q0.drops) == 1, "%s: QP drops %s +%llu "
+			"of +%llu, want +1 of +1", c->what, nic_drop_reason_str(c->why),
+			(unsigned long long)(q1.drops[c->why] - q0.drops[c->why]),
+			(unsigned long long)(drops_sum(q1.drops) - drops_sum(q0.drops)));
+		if (qp != p->s[1].qp)
+			T_EQ(nic_qp_destroy(qp), 0, "extra QP destroyed");
+		pair_free(p);
+	}
+}
+
 /* One behaviour per case; meson runs each as its own test (tests/nic/meson.build passes
  * its list to --check, so a case missing there fails the suite). */
 static const struct rc_case {
@@ -943,11 +1148,13 @@ static const struct rc_case {
 	{ "recv-too-small", test_recv_too_small },
 	{ "rnr", test_rnr },
 	{ "loss-retransmit", test_loss_retransmit },
+	{ "resend-overtaken", test_resend_overtaken },
 	{ "odp-responder-stall", test_odp_responder_stall },
 	{ "odp-responder-rnr", test_odp_responder_rnr },
 	{ "odp-fault-fails", test_odp_fault_fails },
 	{ "odp-requester-read-landing", test_odp_requester_and_read_landing },
 	{ "dereg-and-rekey", test_dereg_and_rekey },
+	{ "dereg-while-faulting", test_dereg_while_faulting },
 	{ "bad-lkey", test_bad_lkey },
 	{ "ud", test_ud },
 	{ "sq-wraps", test_sq_wraps },
@@ -956,6 +1163,7 @@ static const struct rc_case {
 	{ "cq-notify", test_cq_notify },
 	{ "responder-errors", test_responder_errors },
 	{ "odp-fault-ahead", test_odp_fault_ahead },
+	{ "rx-drops-counted", test_rx_drops_counted },
 };
 #define NCASES T_ARRAY_SIZE(cases)
 

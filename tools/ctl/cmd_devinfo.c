@@ -134,8 +134,11 @@ static int all_devices(bool verbose)
 		struct odpemu_context *ctx = odpemu_open_device(list[i]);
 
 		if (!ctx) {
+			char why[512];
+
 			fprintf(stderr, "%s: cannot open %s: %s\n", CTL_PROG,
-				odpemu_get_device_name(list[i]), strerror(errno));
+				odpemu_get_device_name(list[i]),
+				tool_open_why(list[i], errno, why, sizeof(why)));
 			rc = 1;
 			continue;
 		}

@@ -42,13 +42,34 @@ struct odpemu_device **tool_devices(const char *prog, int *n)
 	}
 	if (!list[0]) {
 		tool_rundir(dir, sizeof(dir));
-		tool_err(prog, "no odpemu device is running (no daemon socket in %s): start one "
-			 "with `odpemud --name odp0 --addr <IP>`, or set ODPEMU_RUNDIR to the "
-			 "daemons' run directory", dir);
+		if (access(dir, R_OK | X_OK) && errno == EACCES)
+			tool_err(prog, "permission denied: %s (the run directory: this user may "
+				 "not list the daemons' sockets)", dir);
+		else
+			tool_err(prog, "no odpemu device is running (no daemon socket in %s): "
+				 "start one with `odpemud --name odp0 --addr <IP>`, or set "
+				 "ODPEMU_RUNDIR to the daemons' run directory", dir);
 		odpemu_free_device_list(list);
 		return NULL;
 	}
 	return list;
+}
+
+const char *tool_open_why(const struct odpemu_device *dev, int err, char *buf, size_t len)
+{
+	char dir[256];
+
+	if (err == EACCES || err == EPERM) {
+		tool_rundir(dir, sizeof(dir));
+		snprintf(buf, len, "permission denied: %s/%s.sock (root, the daemon's user and "
+			 "the members of the socket's group may use it: odpemud --group)", dir,
+			 odpemu_get_device_name(dev));
+	} else if (err == ENODEV) {
+		snprintf(buf, len, "%s (its daemon stopped: start odpemud again)", strerror(err));
+	} else {
+		snprintf(buf, len, "%s", strerror(err));
+	}
+	return buf;
 }
 
 void tool_gid_str(const union odpemu_gid *gid, char *buf, size_t len)
@@ -123,7 +144,7 @@ struct odpemu_context *tool_open(const char *prog, const char *name)
 	struct odpemu_device **list = tool_devices(prog, NULL);
 	struct odpemu_device *dev;
 	struct odpemu_context *ctx = NULL;
-	char names[256];
+	char names[512];
 
 	if (!list)
 		return NULL;
@@ -133,9 +154,8 @@ struct odpemu_context *tool_open(const char *prog, const char *name)
 		tool_err(prog, "no device '%s' (running: %s): pick one of them with -d", name,
 			 names);
 	} else if (!(ctx = odpemu_open_device(dev))) {
-		tool_err(prog, "cannot open device %s: %s%s", odpemu_get_device_name(dev),
-			 strerror(errno), errno == ENODEV ? " (its daemon stopped: start odpemud "
-			 "again)" : errno == EACCES ? " (run as the daemon's user or group)" : "");
+		tool_err(prog, "cannot open device %s: %s", odpemu_get_device_name(dev),
+			 tool_open_why(dev, errno, names, sizeof(names)));
 	}
 	odpemu_free_device_list(list);
 	return ctx;

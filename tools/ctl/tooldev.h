@@ -25,6 +25,10 @@ struct odpemu_device **tool_devices(const char *prog, int *n);
  * when it cannot. */
 struct odpemu_context *tool_open(const char *prog, const char *name);
 
+/* Why dev cannot be opened (errno err) and what to do, in buf: "permission denied:
+ * <socket path> (...)" for EACCES. Returns buf. */
+const char *tool_open_why(const struct odpemu_device *dev, int err, char *buf, size_t len);
+
 /* GID as text: an IPv4-mapped GID as a dotted IPv4 address, else IPv6 notation. */
 void tool_gid_str(const union odpemu_gid *gid, char *buf, size_t len);
 

@@ -455,10 +455,9 @@ struct odpemu_context *h_open(struct h_env *e, int i)
 	return ctx;
 }
 
-int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen)
+int h_capture(const char *const *argv, unsigned alarm_s, char *out, size_t outlen)
 {
-	const char *argv[40];
-	int p[2], n = 0, st = -1;
+	int p[2], st = -1;
 	size_t got = 0;
 	pid_t pid;
 
@@ -468,17 +467,7 @@ int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t out
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		close(p[0]);
-		if (e->netns) {
-			argv[n++] = "ip";
-			argv[n++] = "netns";
-			argv[n++] = "exec";
-			argv[n++] = e->host[i].ns;
-		}
-		argv[n++] = daemon_path();
-		for (int k = 0; args[k] && n < 38; k++)
-			argv[n++] = args[k];
-		argv[n] = NULL;
-		alarm(10);	/* a daemon that should have refused to start */
+		alarm(alarm_s);
 		execvp(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -490,6 +479,24 @@ int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t out
 	if (pid > 0)
 		waitpid(pid, &st, 0);
 	return st;
+}
+
+int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen)
+{
+	const char *argv[40];
+	int n = 0;
+
+	if (e->netns) {
+		argv[n++] = "ip";
+		argv[n++] = "netns";
+		argv[n++] = "exec";
+		argv[n++] = e->host[i].ns;
+	}
+	argv[n++] = daemon_path();
+	for (int k = 0; args[k] && n < 38; k++)
+		argv[n++] = args[k];
+	argv[n] = NULL;
+	return h_capture(argv, 10, out, outlen);	/* 10 s: a daemon that should have refused */
 }
 
 const char *h_sock_path(struct h_env *e, int i, char *buf, size_t len)

@@ -65,6 +65,10 @@ int h_daemon_stop(struct h_env *e, int i, int sig);
 /* Stop both daemons (SIGTERM), remove the hosts; the number of daemons that did not exit
  * 0 (a sanitizer report, a leak, a crash). */
 int h_down(struct h_env *e);
+/* Run argv (PATH searched) to completion, killed after alarm_s seconds; its stdout and
+ * stderr in out (NUL-terminated, cut at outlen - 1). Returns the wait status, -1 when no
+ * pipe could be made. */
+int h_capture(const char *const *argv, unsigned alarm_s, char *out, size_t outlen);
 /* Run odpemud with args in host i's namespace to completion (bounded: 10 s), its output in
  * out; returns the wait status. */
 int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen);

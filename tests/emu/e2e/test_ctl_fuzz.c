@@ -4,14 +4,17 @@
  * versions, unknown ops, bodies of the wrong size, fds nobody asked for, requests before
  * HELLO, and another session's handles. Each must get an error reply (or, for a datagram
  * too short to carry a header, at least not harm anyone), and a well-behaved client of the
- * same daemon must keep working throughout.
+ * same daemon must keep working throughout. Every fd a refused request carried is closed
+ * by the daemon, even those of an empty datagram (which ends the session).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -182,10 +185,102 @@ static void random_bytes(struct h_env *e, struct odpemu_context *good, struct t_
 	still_serving(good, "random requests");
 }
 
+/* ---- fds the daemon was sent ---- */
+
+#define PROBE "odpemu-ctl-fuzz-probe"	/* the name of the memfds sent */
+
+/* How many fds host 0's daemon holds on a probe memfd (-1: /proc says nothing). */
+static int daemon_probes(struct h_env *e)
+{
+	char dir[64], path[320], link[256];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)e->host[0].pid);
+	if (!(d = opendir(dir)))
+		return -1;
+	while ((de = readdir(d))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if ((len = readlink(path, link, sizeof(link) - 1)) > 0) {
+			link[len] = 0;
+			n += strstr(link, PROBE) != NULL;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Send len bytes of buf on fd with nfds probe memfds attached (ours closed after). */
+static int send_probes(int fd, const void *buf, size_t len, unsigned nfds)
+{
+	union {
+		char c[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr a;
+	} cm;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.c,
+		.msg_controllen = CMSG_SPACE(sizeof(int) * nfds) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int fds[4], rc = 0;
+
+	for (unsigned i = 0; i < nfds; i++)
+		fds[i] = memfd_create(PROBE, MFD_CLOEXEC);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+		rc = -errno;
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+	return rc;
+}
+
+/* Wait (2 s at most) until the daemon holds no probe; how many it still holds. */
+static int probes_gone(struct h_env *e)
+{
+	int n = daemon_probes(e);
+
+	for (int i = 0; i < 200 && n > 0; i++) {
+		usleep(10000);
+		n = daemon_probes(e);
+	}
+	return n;
+}
+
+/* Regression (tests/fuzz/crashes-ctl/empty-datagram-with-fd-leaks): a refused request's
+ * fds are closed, and so are an empty datagram's, which the daemon takes for the end of
+ * the session (it returned before closing them). */
+static void stray_fds(struct h_env *e)
+{
+	struct ipc_hdr h = { .version = IPC_VERSION, .op = 999, .seq = 7,
+		.len = sizeof(h) }, rep;
+	struct pollfd pfd;
+	int fd = raw_connect(e);
+	char in[IPC_MAX_MSG];
+
+	T_EQ(daemon_probes(e), 0, "probe fds in the daemon at the start");
+	T_EQ(send_probes(fd, &h, sizeof(h), 4), 0, "unknown op with 4 fds: sent");
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	T_CHECK(poll(&pfd, 1, 2000) == 1 && recv(fd, &rep, sizeof(rep), 0) == sizeof(rep) &&
+		rep.status == -EPROTO, "request before HELLO with 4 fds: refused");
+	T_EQ(probes_gone(e), 0, "fds of a refused request left open in the daemon");
+	T_EQ(send_probes(fd, NULL, 0, 4), 0, "empty datagram with 4 fds: sent");
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	T_CHECK(poll(&pfd, 1, 2000) == 1 && recv(fd, in, sizeof(in), 0) == 0,
+		"empty datagram: the daemon ends the session");
+	T_EQ(probes_gone(e), 0, "fds of an empty datagram left open in the daemon");
+	close(fd);
+}
+
 static void fuzz(struct h_env *e)
 {
 	struct odpemu_context *good = e->ctx[0];
 
+	stray_fds(e);
 	structured(e, good);
 	random_bytes(e, good, &e->rng);
 	for (int i = 0; i < 200 && h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions") != 1; i++)

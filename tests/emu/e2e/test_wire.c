@@ -322,32 +322,14 @@ static void directions_and_filters(struct h_env *e, struct t_rng *rng)
 static int ctl(const char *const *args, char *out, size_t outlen)
 {
 	const char *argv[16], *path = getenv("ODPEMU_CTL");
-	int p[2], n = 0, st = -1;
-	size_t got = 0;
-	pid_t pid;
+	int n = 0, st;
 
 	argv[n++] = path && *path ? path : "odpemu-ctl";
 	for (int i = 0; args[i] && n < 15; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	if (pipe(p))
-		return -1;
-	if ((pid = fork()) == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		alarm(20);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	for (ssize_t k; got + 1 < outlen && (k = read(p[0], out + got, outlen - 1 - got)) > 0; )
-		got += (size_t)k;
-	out[got] = 0;
-	close(p[0]);
-	if (pid > 0)
-		waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	st = h_capture(argv, 20, out, outlen);
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static void expect_ctl(const char *const *args, int code, const char *text)
