@@ -255,8 +255,11 @@ static void on_ack(struct nic_qp *qp, uint32_t psn)
 								     : w->first_psn);
 		return;
 	}
-	/* The ACK covers psn itself: a SEND/WRITE-like WQE ending at psn is done too. */
-	if (w && last_psn(w) == psn && w->state == NIC_SWQE_SENT)
+	/* The ACK covers psn itself: a SEND/WRITE-like WQE ending at psn is done too, even
+	 * while a go-back-N resend of it is under way (SENDING): every PSN below max_sent
+	 * went out once, and una passes it now, so a later ACK of the resend is a duplicate
+	 * (dropped as a ghost) and nothing else would complete it. */
+	if (w && last_psn(w) == psn)
 		nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
 	advance_una(qp, roce_psn_next(psn));
 }
@@ -343,8 +346,12 @@ void nic_comp_retire(struct nic_qp *qp)
 			nic_cq_push(qp->scq, &wc, false);
 		}
 		qp->sq.head++;
-		if (qp->sq.next < qp->sq.head)
+		if (qp->sq.next < qp->sq.head) {
+			/* The peer's answer completed the WQE being (re)sent: a gather fault it
+			 * raised is its own, not the next WQE's to wait on or fail with. */
 			qp->sq.next = qp->sq.head;
+			nic_fault_cancel(&qp->req.fault, &qp->nic->cfg.ports);
+		}
 	}
 	if (qp->state == ODPEMU_QPS_SQD && qp->sq.head == qp->sq.next &&
 	    qp->attr.en_sqd_async_notify && !qp->sq_drained_event_pending) {

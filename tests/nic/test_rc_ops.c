@@ -478,6 +478,49 @@ static void test_resend_overtaken(void)
 	pair_free(p);
 }
 
+/* The same resend, overtaken by the ACK of the original transmission's last packet: the
+ * WQE being resent completes now. Left SENDING, una passed it, the resend's own ACK was a
+ * duplicate, and it never completed (the soak found the hang). */
+static void test_resend_acked(void)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = RW };
+	struct pair *p = pair_new(&o);
+	struct nic_qp_attr qa;
+	struct pair_bufs x;
+	struct nic_wc wc;
+
+	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	memset(x.b, 0, BUF);
+	T_EQ(nic_qp_query(p->s[0].qp, &qa), 0, "query");
+	uint32_t psn0 = qa.sq_psn;
+	struct nic_sge s1 = pair_sge(x.a, 4096, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s1, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
+
+	p->drop_mask = 1u << (ROCE_OP_RC_ACKNOWLEDGE & 31);	/* the ACK is lost */
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
+	pair_run(p, 1000000);
+	T_CHECK(memcmp(x.a, x.b, 4096) == 0, "the WRITE was executed");
+	p->drop_mask = 0;
+	p->hold_faults = true;
+	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
+	pair_run(p, 100000000);
+	T_CHECK(p->s[0].nfaults >= 1, "the resend waits on a gather fault");
+	struct roce_hdr h = { .bth = { .opcode = ROCE_OP_RC_ACKNOWLEDGE,
+		.psn = (psn0 + 3) & ROCE_PSN_MASK },
+		.aeth = { .syndrome = roce_syndrome_ack(ROCE_CREDIT_INVALID), .msn = 1 } };
+	pair_inject(p, 0, &h, NULL, 0);
+	wc = pair_wc(p, 0, true, "the WRITE acknowledged during its resend");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the WRITE completes by the late ACK");
+	p->hold_faults = false;
+	pair_settle(p);
+	T_CHECK(!pair_poll(p, 0, true, &wc), "no second completion");
+	pair_bufs_free(&x);
+	pair_free(p);
+}
+
 static void test_odp_responder(enum nic_fault_policy policy)
 {
 	struct pair_qp_opts o = { .policy = policy, .timeout = 14, .retry_cnt = 7,
@@ -1149,6 +1192,7 @@ static const struct rc_case {
 	{ "rnr", test_rnr },
 	{ "loss-retransmit", test_loss_retransmit },
 	{ "resend-overtaken", test_resend_overtaken },
+	{ "resend-acked", test_resend_acked },
 	{ "odp-responder-stall", test_odp_responder_stall },
 	{ "odp-responder-rnr", test_odp_responder_rnr },
 	{ "odp-fault-fails", test_odp_fault_fails },
