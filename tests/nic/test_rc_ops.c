@@ -408,6 +408,49 @@ static void test_loss_retransmit(void)
 }
 
 /* ODP on the responder: the target MR starts empty; faults fill it; data lands. */
+/* The frame of the resend tests: an ODP requester buffer (x.a) and a pinned responder
+ * buffer (x.b, zeroed); the QP's first PSN in *psn0. */
+static struct pair *resend_pair(unsigned max_inflight, struct pair_bufs *x, uint32_t *psn0)
+{
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .min_rnr_timer = 1, .access = RW, .max_inflight = max_inflight };
+	struct pair *p = pair_new(&o);
+	struct nic_qp_attr qa;
+
+	pair_bufs_new(p, x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	memset(x->b, 0, BUF);
+	T_EQ(nic_qp_query(p->s[0].qp, &qa), 0, "query");
+	*psn0 = qa.sq_psn;
+	return p;
+}
+
+/* The WRs posted are executed by the responder while every answer of an opcode in lost is
+ * lost; then the ACK timeout resends from the first, whose gather faults (the requester's
+ * pages were invalidated) and waits: the fault is held until the test answers it. */
+static void resend_parked(struct pair *p, struct pair_bufs *x, unsigned lost)
+{
+	p->drop_mask = lost;
+	pair_run(p, 1000000);
+	T_CHECK(memcmp(x->a, x->b, 4096) == 0, "the first WRITE was executed");
+	p->drop_mask = 0;
+	p->hold_faults = true;
+	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x->a, BUF);
+	pair_run(p, 100000000);
+	T_CHECK(p->s[0].nfaults >= 1, "the resend waits on a gather fault");
+}
+
+/* A response to side 0 as the responder's NIC would send it. */
+static void inject_answer(struct pair *p, uint8_t opcode, uint32_t psn, uint32_t msn,
+			  const void *payload, uint32_t len)
+{
+	struct roce_hdr h = { .bth = { .opcode = opcode, .psn = psn & ROCE_PSN_MASK },
+		.aeth = { .syndrome = roce_syndrome_ack(ROCE_CREDIT_INVALID), .msn = msn } };
+
+	pair_inject(p, 0, &h, payload, len);
+}
+
+#define LOST(op) (1u << ((op) & 31))
+
 /* A go-back-N resend parked on a requester fault, overtaken by the READ response of the
  * original transmission, which completes every WQE sent: the next WQE must number on from
  * the highest PSN sent. Numbered from the resend's PSN, it reused PSNs the responder had
@@ -415,20 +458,12 @@ static void test_loss_retransmit(void)
  * it under loss and reordering). */
 static void test_resend_overtaken(void)
 {
-	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = 7, .min_rnr_timer = 1, .access = RW, .max_inflight = 5 };
-	struct pair *p = pair_new(&o);
 	uint8_t *landing = calloc(1, 4096);
-	struct nic_mr *ml;
-	struct nic_qp_attr qa;
 	struct pair_bufs x;
 	struct nic_wc wc;
-
-	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
-	memset(x.b, 0, BUF);
-	ml = pair_mr(p, 0, landing, 4096, RW);
-	T_EQ(nic_qp_query(p->s[0].qp, &qa), 0, "query");
-	uint32_t psn0 = qa.sq_psn;
+	uint32_t psn0;
+	struct pair *p = resend_pair(5, &x, &psn0);
+	struct nic_mr *ml = pair_mr(p, 0, landing, 4096, RW);
 	struct nic_sge s1 = pair_sge(x.a, 4096, x.ma), s2 = pair_sge(landing, 100, ml),
 		s3 = pair_sge(x.a + 8192, 100, x.ma);
 	struct nic_send_wr wr[3] = {
@@ -443,24 +478,12 @@ static void test_resend_overtaken(void)
 		  .rkey = nic_mr_rkey(x.mb) },	/* waits for the window */
 	};
 
-	/* The responder executes WRITE and READ; every answer is lost. */
-	p->drop_mask = 1u << (ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY & 31) |
-		       1u << (ROCE_OP_RC_ACKNOWLEDGE & 31);
 	for (int i = 0; i < 3; i++)
 		T_EQ(pair_post_send(p, 0, &wr[i]), 0, "post");
-	pair_run(p, 1000000);
-	T_CHECK(memcmp(x.a, x.b, 4096) == 0, "the WRITE was executed");
-	/* The ACK timeout resends from psn0; its gather faults and waits. */
-	p->drop_mask = 0;
-	p->hold_faults = true;
-	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
-	pair_run(p, 100000000);
-	T_CHECK(p->s[0].nfaults >= 1, "the resend waits on a gather fault");
+	resend_parked(p, &x, LOST(ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY) |
+			     LOST(ROCE_OP_RC_ACKNOWLEDGE));
 	/* The READ response of the first transmission arrives: WRITE and READ complete. */
-	struct roce_hdr h = { .bth = { .opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY,
-		.psn = (psn0 + 4) & ROCE_PSN_MASK },
-		.aeth = { .syndrome = roce_syndrome_ack(ROCE_CREDIT_INVALID), .msn = 2 } };
-	pair_inject(p, 0, &h, x.b + 16384, 100);
+	inject_answer(p, ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY, psn0 + 4, 2, x.b + 16384, 100);
 	wc = pair_wc(p, 0, true, "the WRITE");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the WRITE completes by the READ response");
 	wc = pair_wc(p, 0, true, "the READ");
@@ -483,35 +506,18 @@ static void test_resend_overtaken(void)
  * duplicate, and it never completed (the soak found the hang). */
 static void test_resend_acked(void)
 {
-	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = 7, .min_rnr_timer = 1, .access = RW };
-	struct pair *p = pair_new(&o);
-	struct nic_qp_attr qa;
 	struct pair_bufs x;
 	struct nic_wc wc;
-
-	pair_bufs_new(p, &x, BUF, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
-	memset(x.b, 0, BUF);
-	T_EQ(nic_qp_query(p->s[0].qp, &qa), 0, "query");
-	uint32_t psn0 = qa.sq_psn;
+	uint32_t psn0;
+	struct pair *p = resend_pair(0, &x, &psn0);
 	struct nic_sge s1 = pair_sge(x.a, 4096, x.ma);
 	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_WRITE,
 		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s1, .num_sge = 1,
 		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
 
-	p->drop_mask = 1u << (ROCE_OP_RC_ACKNOWLEDGE & 31);	/* the ACK is lost */
 	T_EQ(pair_post_send(p, 0, &wr), 0, "post");
-	pair_run(p, 1000000);
-	T_CHECK(memcmp(x.a, x.b, 4096) == 0, "the WRITE was executed");
-	p->drop_mask = 0;
-	p->hold_faults = true;
-	nic_host_invalidate(p->s[0].nic, 1, (uint64_t)(uintptr_t)x.a, BUF);
-	pair_run(p, 100000000);
-	T_CHECK(p->s[0].nfaults >= 1, "the resend waits on a gather fault");
-	struct roce_hdr h = { .bth = { .opcode = ROCE_OP_RC_ACKNOWLEDGE,
-		.psn = (psn0 + 3) & ROCE_PSN_MASK },
-		.aeth = { .syndrome = roce_syndrome_ack(ROCE_CREDIT_INVALID), .msn = 1 } };
-	pair_inject(p, 0, &h, NULL, 0);
+	resend_parked(p, &x, LOST(ROCE_OP_RC_ACKNOWLEDGE));
+	inject_answer(p, ROCE_OP_RC_ACKNOWLEDGE, psn0 + 3, 1, NULL, 0);
 	wc = pair_wc(p, 0, true, "the WRITE acknowledged during its resend");
 	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "the WRITE completes by the late ACK");
 	p->hold_faults = false;

@@ -300,11 +300,27 @@ static const char *daemon_path(void)
 	return p && *p ? p : "odpemud";
 }
 
+/* The start of a command line running the daemon in host i (in its namespace as root):
+ * the number of arguments put in argv (at most 5). */
+static int daemon_argv(struct h_env *e, int i, const char **argv)
+{
+	int n = 0;
+
+	if (e->netns) {
+		argv[n++] = "ip";
+		argv[n++] = "netns";
+		argv[n++] = "exec";
+		argv[n++] = e->host[i].ns;
+	}
+	argv[n++] = daemon_path();
+	return n;
+}
+
 static void exec_daemon(struct h_env *e, int i, const char *const *extra)
 {
 	const char *argv[48];
 	char port[16];
-	int n = 0, fd = open(e->host[i].log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	int n, fd = open(e->host[i].log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
 	if (fd >= 0) {
 		dup2(fd, 1);
@@ -315,13 +331,7 @@ static void exec_daemon(struct h_env *e, int i, const char *const *extra)
 	 * run with the kernel's usual 50 us, as they would when started by hand. */
 	prctl(PR_SET_TIMERSLACK, 50000ul);
 	snprintf(port, sizeof(port), "%u", e->port);
-	if (e->netns) {
-		argv[n++] = "ip";
-		argv[n++] = "netns";
-		argv[n++] = "exec";
-		argv[n++] = e->host[i].ns;
-	}
-	argv[n++] = daemon_path();
+	n = daemon_argv(e, i, argv);
 	argv[n++] = "--foreground";
 	argv[n++] = "--name";
 	argv[n++] = e->host[i].name;
@@ -484,15 +494,8 @@ int h_capture(const char *const *argv, unsigned alarm_s, char *out, size_t outle
 int h_run(struct h_env *e, int i, const char *const *args, char *out, size_t outlen)
 {
 	const char *argv[40];
-	int n = 0;
+	int n = daemon_argv(e, i, argv);
 
-	if (e->netns) {
-		argv[n++] = "ip";
-		argv[n++] = "netns";
-		argv[n++] = "exec";
-		argv[n++] = e->host[i].ns;
-	}
-	argv[n++] = daemon_path();
 	for (int k = 0; args[k] && n < 38; k++)
 		argv[n++] = args[k];
 	argv[n] = NULL;
