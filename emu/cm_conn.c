@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "odpemu/cm.h"
+
 #define MS 1000000ull
 #define NO_DEADLINE UINT64_MAX
 
@@ -415,7 +417,7 @@ static void fill_path(struct cm_path *p, const struct nic_gid *local, const stru
 	memcpy(p->remote_gid, remote->raw, 16);
 	p->hop_limit = 64;
 	p->packet_rate = 7;	/* 40 Gb/s: any value; nothing paces by it */
-	p->local_ack_timeout = 18;
+	p->local_ack_timeout = ODPEMU_CM_ACK_TIMEOUT;
 }
 
 int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,

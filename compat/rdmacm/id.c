@@ -93,7 +93,7 @@ struct cma_id *cma_id_new(struct cma_channel *chan, bool sync, void *context,
 	id->id.context = context;
 	id->id.ps = ps;
 	id->id.qp_type = qp_type;
-	id->ack_timeout = 14;	/* 67 ms, the QPs' local ACK timeout */
+	id->ack_timeout = ODPEMU_CM_ACK_TIMEOUT;	/* the QPs' local ACK timeout, as the kernel's */
 	id->retry = 7;
 	id->rnr_retry = 7;
 	pthread_cond_init(&id->acked, NULL);

@@ -46,6 +46,17 @@ const char *odpemu_cm_event_str(enum odpemu_cm_event_type type);
 
 #define ODPEMU_CM_PRIVATE_MAX 224
 
+/*
+ * The local ACK timeout of a connection (4.096 us * 2^17 = 537 ms), as the kernel's rdma_cm
+ * gives a RoCE one: cma.c sets a RoCE route's packet lifetime to CMA_IBOE_PACKET_LIFETIME
+ * (16) and cm.c makes the QPs' timeout the packet lifetime + 1. With retry_cnt 7 a peer
+ * that stops answering fails the requester's WQE (RETRY_EXC_ERR) after about 4.3 s, as on
+ * rxe or ConnectX. The daemon's CM puts it in its REQs' primary path; the drop-in
+ * librdmacm moves connected QPs to RTS with it unless RDMA_OPTION_ID_ACK_TIMEOUT says
+ * otherwise.
+ */
+#define ODPEMU_CM_ACK_TIMEOUT 17
+
 struct odpemu_cm_addr {
 	union odpemu_gid gid;		/* all zero in a listener: any address */
 	uint16_t port;
