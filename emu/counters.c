@@ -53,6 +53,19 @@ static void put_drops(struct ctr_list *l, const uint64_t *drops)
 	}
 }
 
+/* Error completions by why: wc_err_retry_exc, wc_err_flush, ... (nic_counters.wc_errors) */
+static void put_wc_errors(struct ctr_list *l, const uint64_t *wc_errors)
+{
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < NIC_VERR__COUNT; i++) {
+		/* NONE: an error status whose cause has no vendor code of its own */
+		lower_into(name, sizeof(name), "wc_err_",
+			   i == NIC_VERR_NONE ? "OTHER" : nic_vendor_err_str(i));
+		put(l, name, wc_errors[i]);
+	}
+}
+
 /* Fault latency as a log2 histogram: fault_latency_us_lt_N counts faults under N µs. */
 static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, unsigned n,
 		     unsigned shift)
@@ -283,6 +296,7 @@ static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 	put(l, "events_sent", d->ctr.events_sent);
 	put(l, "events_dropped", d->ctr.events_dropped);
 	put_drops(l, nc.drops);
+	put_wc_errors(l, nc.wc_errors);
 	put_hist(l, "fault_latency_us", d->ctr.fault_lat_us, 24, 0);
 	put_lathist(l, "fault_latency_ns", &d->ctr.fault_lat_ns);
 }

@@ -8,7 +8,9 @@
  * so a misbehaving client can break only its own queues, and only once: a QP in ERR takes
  * further bad slots without another log line or event. A slot refused is a malformed WQE
  * to nic/ (nic_post_send_bad): it completes LOC_QP_OP_ERR, as a NIC completes one it
- * fetched, so the client waits for nothing; what follows it flushes.
+ * fetched, so the client waits for nothing; what follows it flushes. An SRQ has no QP to
+ * complete in: a slot or index it refuses fails the SRQ (nic_srq_post_recv_bad: SRQ_ERR,
+ * and QP_FATAL for every QP on it), which the client hears on its async event channel.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -154,6 +156,18 @@ static void refuse(struct emu_obj *q, bool said, const char *why)
 	emu_session_event(q->s, ODPEMU_EVENT_QP_FATAL, q->handle);
 }
 
+/* The client broke an SRQ's ring: counted; the first time, the SRQ fails (nic/ raises
+ * SRQ_ERR, and QP_FATAL for each QP on it) and one log line. */
+static void refuse_srq(struct emu_obj *o, const char *why)
+{
+	o->s->d->ctr.ring_bad_wqe++;
+	if (nic_srq_in_error(o->u.srq.srq))
+		return;
+	emu_log(EMU_LOG_WARN, "session %u SRQ %u: bad WQE (%s): SRQ to error", o->s->id,
+		o->handle, why);
+	nic_srq_post_recv_bad(o->u.srq.srq, emu_now_ns());
+}
+
 /* The send slot at the ring's head (copied in c) refused: it completes in error in its
  * place (nic_post_send_bad: the cause, not WR_FLUSH_ERR, and the QP in ERR), then it is
  * consumed. false: nic/'s send queue is full, the slot stays for a later round. */
@@ -227,7 +241,7 @@ static bool drain_rq(struct emu_obj *o, struct emu_ring *r, uint32_t max_sge)
 		if (o->type == EMU_OBJ_QP)
 			refuse(o, in_err(o), "producer index beyond the receive ring");
 		else
-			o->s->d->ctr.ring_bad_wqe++;	/* an SRQ's: counted, nothing taken */
+			refuse_srq(o, "producer index beyond the receive ring");
 	}
 
 	for (; done < n && done < EMU_DRAIN_BATCH; done++) {
@@ -247,8 +261,12 @@ static bool drain_rq(struct emu_obj *o, struct emu_ring *r, uint32_t max_sge)
 			done++;
 			break;
 		}
-		if (rc)		/* an SRQ's: counted; no QP to fail, nothing to complete */
-			o->s->d->ctr.ring_bad_wqe++;
+		if (rc) {	/* an SRQ's: the SRQ fails (SRQ_ERR, its QPs QP_FATAL) */
+			refuse_srq(o, rc == -EPERM ? "posted to an SRQ in error"
+					  : "malformed receive WQE");
+			done++;
+			break;
+		}
 	}
 	return done > 0;
 }

@@ -55,6 +55,9 @@ void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited)
 {
 	const struct nic_ports *p = &cq->nic->cfg.ports;
 
+	if (wc->status != ODPEMU_WC_SUCCESS)
+		cq->nic->ctr.wc_errors[wc->vendor_err < NIC_VERR__COUNT ? wc->vendor_err
+									: NIC_VERR_NONE]++;
 	if (cq->error)
 		return;
 	if (!(p->cq_write ? p->cq_write(p->ctx, cq, wc) : write_own(cq, wc))) {

@@ -286,7 +286,14 @@ int nic_srq_destroy(struct nic_srq *srq);	/* -EBUSY while a QP uses it */
 /* SRQ limit: when the number of posted WQEs drops below limit, SRQ_LIMIT_REACHED fires
  * once and the limit disarms (ibv_modify_srq IBV_SRQ_LIMIT). */
 int nic_srq_arm(struct nic_srq *srq, unsigned limit);
+/* -EPERM once the SRQ is in error (nic_srq_post_recv_bad). */
 int nic_srq_post_recv(struct nic_srq *srq, const struct nic_recv_wr *wr, uint64_t now);
+/* A receive WR the host cannot post as written (emu/'s SRQ ring of a client that wrote
+ * nonsense): the SRQ goes to error, SRQ_ERR is raised, and every QP on it moves to ERR
+ * with QP_FATAL; the SRQ then takes nothing (-EPERM) and no QP can be created on it.
+ * Returns 0 (also when already in error), -EINVAL (no SRQ). */
+int nic_srq_post_recv_bad(struct nic_srq *srq, uint64_t now);
+bool nic_srq_in_error(const struct nic_srq *srq);
 
 /* ---- QP ---- */
 
@@ -366,8 +373,8 @@ int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
  * them); emu/ exports each as drop_<reason> (emu/counters.c). */
 #define NIC_DROP_REASONS(X) \
 	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
-	X(SRC_MISMATCH) X(PSN_OUT_OF_WINDOW) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
-	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(UD_TOO_LONG) X(LAND_FAULT)
+	X(SRC_MISMATCH) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
+	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT)
 enum nic_drop_reason {
 #define NIC_DROP_ENUM_(n) NIC_DROP_##n,
 	NIC_DROP_REASONS(NIC_DROP_ENUM_)
@@ -392,14 +399,6 @@ struct nic_qp_counters {
 };
 int nic_qp_counters(const struct nic_qp *qp, struct nic_qp_counters *out);
 
-struct nic_counters {
-	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
-	uint64_t gsi_received, gsi_sent;	/* QP1's MADs (gsi.c) */
-	uint64_t faults_raised, faults_failed;
-	unsigned pds, mrs, cqs, srqs, qps;	/* live objects */
-};
-void nic_counters(const struct nic *nic, struct nic_counters *out);
-
 /* Why an error completion happened (nic_wc.vendor_err), for humans and tests. */
 #define NIC_VENDOR_ERRS(X) \
 	X(NONE) X(FLUSH) X(BAD_LKEY) X(LKEY_RANGE) X(LKEY_ACCESS) X(LOCAL_FAULT) \
@@ -409,7 +408,19 @@ enum nic_vendor_err {
 #define NIC_VERR_ENUM_(n) NIC_VERR_##n,
 	NIC_VENDOR_ERRS(NIC_VERR_ENUM_)
 #undef NIC_VERR_ENUM_
+	NIC_VERR__COUNT
 };
 const char *nic_vendor_err_str(unsigned v);
+
+struct nic_counters {
+	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
+	uint64_t gsi_received, gsi_sent;	/* QP1's MADs (gsi.c) */
+	uint64_t faults_raised, faults_failed;
+	/* Error completions generated, by why (enum nic_vendor_err; FLUSH included): what
+	 * made a QP fail is then visible without the client's CQ. */
+	uint64_t wc_errors[NIC_VERR__COUNT];
+	unsigned pds, mrs, cqs, srqs, qps;	/* live objects */
+};
+void nic_counters(const struct nic *nic, struct nic_counters *out);
 
 #endif

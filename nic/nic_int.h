@@ -90,9 +90,15 @@ struct nic_rq {
 	unsigned size, head, count, max_sge;
 };
 
+enum nic_srq_state {
+	NIC_SRQ_READY,
+	NIC_SRQ_ERR,		/* a WQE it could not take: SRQ_ERR raised, its QPs in ERR */
+};
+
 struct nic_srq {
 	struct nic_pd *pd;
 	void *owner;		/* nic_srq_set_owner */
+	enum nic_srq_state state;
 	struct nic_rq rq;
 	unsigned limit;		/* armed when > 0 */
 	unsigned users;

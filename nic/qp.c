@@ -23,6 +23,8 @@ const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 		return "cap.max_recv_sge beyond the device's max_sge";
 	if (in->fault_policy != NIC_FAULT_STALL && in->fault_policy != NIC_FAULT_RNR)
 		return "unknown fault policy";
+	if (in->srq && in->srq->state == NIC_SRQ_ERR)
+		return "the SRQ is in error (SRQ_ERR)";
 	return NULL;
 }
 
@@ -363,6 +365,11 @@ int nic_qp_modify(struct nic_qp *qp, const struct nic_qp_attr *attr, unsigned ma
 	if (rc)
 		return rc;
 	next = (mask & ODPEMU_QP_STATE) ? attr->qp_state : qp->state;
+	if (qp->srq && qp->srq->state == NIC_SRQ_ERR && qp->state == ODPEMU_QPS_RESET &&
+	    next != ODPEMU_QPS_RESET && next != ODPEMU_QPS_ERR) {
+		*why = "the QP's SRQ is in error (SRQ_ERR): it cannot leave RESET";
+		return -EINVAL;
+	}
 	if ((mask & ODPEMU_QP_MAX_DEST_RD_ATOMIC) && alloc_rsrc(qp, attr->max_dest_rd_atomic))
 		return -ENOMEM;
 	qp->nic->now = now;

@@ -123,6 +123,8 @@ int nic_srq_post_recv(struct nic_srq *srq, const struct nic_recv_wr *wr, uint64_
 
 	if (!srq)
 		return -EINVAL;
+	if (srq->state == NIC_SRQ_ERR)
+		return -EPERM;
 	rc = nic_rq_post(&srq->rq, wr, &srq->pd->nic->attr);
 	if (rc)
 		return rc;
@@ -133,4 +135,36 @@ int nic_srq_post_recv(struct nic_srq *srq, const struct nic_recv_wr *wr, uint64_
 int nic_rq_init(struct nic_rq *rq, unsigned max_wr, unsigned max_sge)
 {
 	return rq_init(rq, max_wr, max_sge);
+}
+
+/* A receive WQE the SRQ cannot take as written fails the SRQ, as a device fails one it
+ * can no longer dequeue from (ibv_get_async_event(3): SRQ_ERR; the QPs that take receives
+ * from it go to ERR with QP_FATAL). Its WQEs are never consumed, so none completes: the
+ * events are what the host hears. */
+int nic_srq_post_recv_bad(struct nic_srq *srq, uint64_t now)
+{
+	struct nic *nic;
+
+	if (!srq)
+		return -EINVAL;
+	nic = srq->pd->nic;
+	nic->now = now;
+	if (srq->state == NIC_SRQ_ERR)
+		return 0;
+	srq->state = NIC_SRQ_ERR;
+	nic_event(nic, ODPEMU_EVENT_SRQ_ERR, NULL, NULL, srq, NULL);
+	for (struct nic_list *l = nic->qps.next; l != &nic->qps; l = l->next) {
+		struct nic_qp *qp = nic_container_of(l, struct nic_qp, link);
+
+		if (qp->srq != srq || qp->state == ODPEMU_QPS_ERR)
+			continue;
+		nic_qp_to_err(qp);
+		nic_event(nic, ODPEMU_EVENT_QP_FATAL, qp, NULL, NULL, NULL);
+	}
+	return 0;
+}
+
+bool nic_srq_in_error(const struct nic_srq *srq)
+{
+	return srq && srq->state == NIC_SRQ_ERR;
 }

@@ -514,6 +514,32 @@ double cr_counter(struct h_env *e, const char *dev, const char *name)
 	return v;
 }
 
+/* After a failure: each device's error completions, timeouts, retransmits and drops that
+ * are not zero, which say what the programs' QPs died of (a program prints only EIO). */
+static void show_error_counters(struct h_env *e, int i)
+{
+	static const char *const prefixes[] = { "wc_err_", "timeouts", "retransmits", "drop_",
+						"udp_rx_errors", "udp_tx_err" };
+	const char *argv[] = { tr_ctl(), "stat", "-d", e->host[i].name, NULL };
+	char *out = NULL, *save = NULL, name[64];
+	unsigned long long v;
+
+	fprintf(stderr, "---- %s error counters (not zero) ----\n", e->host[i].name);
+	if (tr_run(e, -1, argv, NULL, &out, 20) || !out) {
+		fprintf(stderr, "(odpemu-ctl stat failed)\n");
+		free(out);
+		return;
+	}
+	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, " %63s %llu", name, &v) != 2 || !v)
+			continue;
+		for (size_t k = 0; k < sizeof(prefixes) / sizeof(prefixes[0]); k++)
+			if (!strncmp(name, prefixes[k], strlen(prefixes[k])))
+				fprintf(stderr, "  %s %llu\n", name, v);
+	}
+	free(out);
+}
+
 int cr_finish(struct h_env *e, const char *name)
 {
 	T_CHECK(cr_hangs < CR_MAX_HANGS, "%u programs hung: the runs after them were skipped",
@@ -521,6 +547,8 @@ int cr_finish(struct h_env *e, const char *name)
 	if (t_failures) {
 		h_show_log(e, 0);
 		h_show_log(e, 1);
+		show_error_counters(e, 0);
+		show_error_counters(e, 1);
 	}
 	T_EQ(h_down(e), 0, "daemons that did not stop cleanly");
 	return t_done(name);

@@ -413,22 +413,33 @@ static bool is_obj_of(struct client *c, uint32_t handle)
 
 /* Client 1's events: each names one of its objects; a QP_FATAL's QP is in ERR. Returns
  * the QP_FATAL count. */
+/* The client's events; the QP_FATALs counted, each for a QP in ERR. An SRQ that failed
+ * raised SRQ_ERR once, and its QP is in ERR. */
 static unsigned check_events(struct client *c)
 {
 	struct ipc_event ev;
-	unsigned fatal = 0;
+	unsigned fatal = 0, srq_err = 0;
 
 	while (read(c->events[0], &ev, sizeof(ev)) == (ssize_t)sizeof(ev)) {
+		struct emu_obj *o;
+
 		if (c == &cl[2] || !is_obj_of(c, ev.handle))
 			__builtin_trap();	/* an event for the other client, or for nothing */
+		o = c->s->objs[ev.handle];
 		if (ev.type == ODPEMU_EVENT_QP_FATAL) {
-			struct emu_obj *o = c->s->objs[ev.handle];
-
 			if (o->type != EMU_OBJ_QP || nic_qp_state(o->u.qp.qp) != ODPEMU_QPS_ERR)
 				__builtin_trap();
 			fatal++;
+		} else if (ev.type == ODPEMU_EVENT_SRQ_ERR) {
+			if (o->type != EMU_OBJ_SRQ || !nic_srq_in_error(o->u.srq.srq))
+				__builtin_trap();
+			srq_err++;
 		}
 	}
+	if (c->srq && srq_err != (nic_srq_in_error(c->srq->u.srq.srq) ? 1u : 0u))
+		__builtin_trap();	/* an SRQ failed without SRQ_ERR, or twice */
+	if (srq_err && nic_qp_state(c->rc_srq->u.qp.qp) != ODPEMU_QPS_ERR)
+		__builtin_trap();	/* the failed SRQ's QP still runs */
 	return fatal;
 }
 
@@ -473,8 +484,8 @@ static void check(const uint32_t prod[NRINGS], uint64_t bad_before, uint64_t sen
 	check_cq(g, g->rcq, true);
 	fatal = check_events(h);
 	check_events(g);
-	/* Every QP_FATAL is a refusal (the first of its QP: later ones, and an SRQ's, are
-	 * only counted). */
+	/* Every QP_FATAL is a refusal (the first of its QP, or of the SRQ it receives from:
+	 * later ones are only counted). */
 	if (d.ctr.ring_bad_wqe - bad_before < fatal)
 		__builtin_trap();
 	nic_qp_counters(g->rc->u.qp.qp, &rc);

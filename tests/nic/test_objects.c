@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Focused tests of the verbs objects around the transport: SRQ and its limit event, CQ
- * overflow and notification, QP transitions (SQD drain, reset and reconnect), implicit ODP,
- * advise (prefetch), pinned-MR decoherence, deregistration with traffic in flight. */
+/* Focused tests of the verbs objects around the transport: SRQ, its limit event and its
+ * error (a WQE it cannot take), CQ overflow and notification, QP transitions (SQD drain,
+ * reset and reconnect), implicit ODP, advise (prefetch), pinned-MR decoherence,
+ * deregistration with traffic in flight. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,48 @@ static void test_srq(void)
 	T_EQ(nic_srq_destroy(srq), 0, "srq destroy (after its QP)");
 	p->s[1].qp = old;
 	pair_bufs_free(&x);
+	pair_free(p);
+}
+
+/* A receive WQE the SRQ cannot take (nic_srq_post_recv_bad, emu/'s malformed SRQ slot):
+ * SRQ_ERR once, every QP on it to ERR with QP_FATAL (its send queue flushed), the SRQ
+ * takes nothing more, no QP is created on it and one on it cannot leave RESET. */
+static void test_srq_error(void)
+{
+	struct pair *p = pair_new(NULL);
+	struct nic_qp_init qi = { .type = ODPEMU_QPT_RC, .send_cq = p->s[1].scq,
+		.recv_cq = p->s[1].rcq, .max_send_wr = 4, .max_send_sge = 1 };
+	struct nic_qp_attr init = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
+		.qp_access_flags = ODPEMU_ACCESS_REMOTE_WRITE };
+	struct nic_qp_attr reset = { .qp_state = ODPEMU_QPS_RESET };
+	unsigned *ev = p->s[1].events;
+	struct nic_qp *q[2], *late;
+	struct nic_recv_wr r = { 7, NULL, 0 };
+	struct nic_wc wc;
+
+	T_EQ(nic_srq_create(p->s[1].pd, 8, 1, &qi.srq), 0, "srq create");
+	T_EQ(nic_srq_post_recv(qi.srq, &r, 0), 0, "a good WQE first");
+	for (int i = 0; i < 2; i++) {
+		T_EQ(nic_qp_create(p->s[1].pd, &qi, &q[i]), 0, "qp on the srq");
+		T_EQ(nic_qp_modify(q[i], &init, PAIR_RC_INIT_MASK, 0, NULL), 0, "qp to INIT");
+	}
+	T_CHECK(!nic_srq_in_error(qi.srq), "a fresh SRQ is not in error");
+	T_EQ(nic_srq_post_recv_bad(qi.srq, 0), 0, "bad WQE");
+	T_EQ(nic_srq_post_recv_bad(qi.srq, 0), 0, "bad WQE again");
+	T_CHECK(nic_srq_in_error(qi.srq), "the SRQ is in error");
+	T_EQ(ev[ODPEMU_EVENT_SRQ_ERR], 1, "SRQ_ERR once");
+	T_EQ(ev[ODPEMU_EVENT_QP_FATAL], 2, "QP_FATAL for each QP on the SRQ");
+	for (int i = 0; i < 2; i++)
+		T_EQ(nic_qp_state(q[i]), ODPEMU_QPS_ERR, "the SRQ's QPs are in ERR");
+	T_EQ(nic_srq_post_recv(qi.srq, &r, 0), -EPERM, "the failed SRQ takes no WQE");
+	T_EQ(nic_qp_create(p->s[1].pd, &qi, &late), -EINVAL, "no new QP on the failed SRQ");
+	T_EQ(nic_qp_modify(q[0], &reset, ODPEMU_QP_STATE, 0, NULL), 0, "ERR to RESET");
+	T_EQ(nic_qp_modify(q[0], &init, PAIR_RC_INIT_MASK, 0, NULL), -EINVAL,
+	     "a QP of the failed SRQ cannot leave RESET");
+	T_CHECK(!nic_cq_poll(p->s[1].rcq, &wc, 1), "no receive completes: the SRQ's WQEs stay");
+	for (int i = 0; i < 2; i++)
+		T_EQ(nic_qp_destroy(q[i]), 0, "destroy the QPs");
+	T_EQ(nic_srq_destroy(qi.srq), 0, "the failed SRQ is destroyed as any");
 	pair_free(p);
 }
 
@@ -227,6 +270,7 @@ int main(int argc, char **argv)
 {
 	(void)t_seed(argc, argv, 1);
 	test_srq();
+	test_srq_error();
 	test_cq_overflow();
 	test_sqd_and_reconnect();
 	test_implicit_and_advise();

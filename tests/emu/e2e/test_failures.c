@@ -44,6 +44,7 @@ static void rnr_retry_zero(struct h_env *e, struct odpemu_context **ctx)
 	struct h_qp_opts o;
 	uint8_t *t = h_cold(LEN), *l = h_cold(LEN);
 	struct odpemu_mr *mr, *lmr;
+	unsigned long long rnr_exc;
 	int st;
 
 	T_EQ(odpemu_set_inject(ctx[1], "fault-delay-us", "20000"), 0, "set fault delay");
@@ -60,8 +61,11 @@ static void rnr_retry_zero(struct h_env *e, struct odpemu_context **ctx)
 		T_CHECK(0, "reg_mr: %m");
 		return;
 	}
+	rnr_exc = h_counter(ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "wc_err_rnr_exc");
 	st = write_once(&p.s[0], lmr, l, (uintptr_t)t, mr->rkey, 65536, 20000);
 	T_EQ(st, ODPEMU_WC_RNR_RETRY_EXC_ERR, "WRITE into a cold ODP MR, rnr_retry 0");
+	T_EQ(h_counter(ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "wc_err_rnr_exc") - rnr_exc, 1,
+	     "the requester's device counts the RNR_RETRY_EXC_ERR completion");
 	T_CHECK(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "rnr_naks_sent") > 0,
 		"the responder sent no RNR NAK");
 	printf("rnr_retry 0 + rnr policy + 20 ms faults: %s\n",
@@ -111,6 +115,7 @@ static void killed_client(struct h_env *e, struct odpemu_context **ctx)
 	uint8_t *l = h_cold(LEN);
 	struct odpemu_mr *lmr;
 	int to_child[2], from_child[2], st = 0;
+	unsigned long long retry_exc;
 	char ready;
 	pid_t pid;
 
@@ -133,11 +138,14 @@ static void killed_client(struct h_env *e, struct odpemu_context **ctx)
 	for (int i = 0; i < 8; i++)
 		T_EQ(write_once(&s, lmr, l, ci.addr + i * 65536u, ci.rkey, 65536, 20000),
 		     ODPEMU_WC_SUCCESS, "WRITE to the live client");
+	retry_exc = h_counter(ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "wc_err_retry_exc");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	for (int i = 0; i < 50 && st == 0; i++)	/* the daemon frees the session at once */
 		st = write_once(&s, lmr, l, ci.addr, ci.rkey, 4096, 20000);
 	T_EQ(st, ODPEMU_WC_RETRY_EXC_ERR, "WRITE to the killed client's QP");
+	T_EQ(h_counter(ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "wc_err_retry_exc") - retry_exc, 1,
+	     "the surviving device counts the RETRY_EXC_ERR completion");
 	for (int i = 0; i < 100 && h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "qps"); i++)
 		usleep(10000);
 	T_EQ(h_counter(ctx[1], ODPEMU_COUNTERS_DEVICE, 0, "qps"), 0, "QPs left on host b");
