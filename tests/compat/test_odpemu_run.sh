@@ -3,7 +3,7 @@
 # ODPEMU_RUNDIR from --rundir, the environment, or lib/device.c's default), CMD's exit
 # status and options passed through, and exit 2 with a message for each usage error.
 # usage: test_odpemu_run.sh <build-tree odpemu-run> <installed copy> <library dir>
-#        <installed library dir>                     exit 0 pass, 1 fail
+#        <libdir, relative to the prefix>            exit 0 pass, 1 fail
 set -uo pipefail
 run=$1 installed=$2 libdir=$(cd "$3" && pwd) inst_libdir=$4
 failures=0
@@ -64,9 +64,15 @@ else
 fi
 [ "$got" = "$want" ] || fail "default run directory: got '$got', want '$want'"
 
-# the installed copy looks where meson installs the library
-grep -qF "libdir='$inst_libdir'" "$installed" ||
-  fail "$installed does not use $inst_libdir"
+# The installed copy looks for the library relative to its own directory: $libdir/odpemu
+# of whichever prefix it sits in (a tree of its own here: bin/ and the library's place).
+tree=$(mktemp -d)
+mkdir -p "$tree/bin" "$tree/$inst_libdir/odpemu"
+cp "$installed" "$tree/bin/odpemu-run" && : >"$tree/$inst_libdir/odpemu/libibverbs.so.1"
+got=$(var LD_LIBRARY_PATH "${clean[@]}" "$tree/bin/odpemu-run")
+[ "$got" = "$tree/$inst_libdir/odpemu" ] ||
+  fail "the installed copy uses '$got', want $tree/$inst_libdir/odpemu (beside itself)"
+rm -rf "$tree"
 [ -x "$installed" ] || fail "$installed is not executable"
 
 [ "$failures" -eq 0 ] && echo "odpemu-run: ok" && exit 0
