@@ -133,8 +133,9 @@ static void port_fault(void *ctx, uint32_t client, struct iopt_req *req)
 	struct emu_fault_job *j = calloc(1, sizeof(*j));
 
 	if (!j) {
-		/* nic/ must get an answer: without memory, hold on to the request on a
-		 * static fallback is impossible; fail loudly instead of losing it. */
+		/* nic/ must get an answer to every page request, and without memory there
+		 * is nowhere to keep this one: abort loudly rather than lose it (a lost
+		 * request would hang its QP without a word). */
 		emu_log(EMU_LOG_ERR, "out of memory for a page request: aborting");
 		abort();
 	}

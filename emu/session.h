@@ -60,7 +60,7 @@ struct emu_obj {
 	enum emu_obj_type type;
 	uint32_t handle;
 	struct emu_session *s;
-	struct emu_obj *type_prev, *type_next;	/* s->of_type[type], in handle order */
+	struct emu_obj *type_prev, *type_next;	/* s->of_type[type], in creation order */
 	unsigned refs;			/* other objects naming this one */
 	void *map;			/* ring memfd mapping (CQ, SRQ, QP) */
 	size_t map_len;
@@ -183,8 +183,9 @@ int emu_session_cq_notify(struct emu_obj *cq);
 /* Free the handle and the struct (whatever it holds is the caller's: verbs.h destroys). */
 void emu_obj_free(struct emu_obj *o);
 
-/* Each object of one type of session s, in handle order; the loop declares o. The body
- * must not free o (to destroy while walking, keep o->type_next first). */
+/* Each object of one type of session s, in creation order (handles are reused, lowest
+ * free first, so that is not handle order); the loop declares o. The body must not free
+ * o (to destroy while walking, keep o->type_next first). */
 #define emu_for_each_obj(o, s, type) \
 	for (struct emu_obj *o = (s)->of_type[type].first; o; o = o->type_next)
 

@@ -9,9 +9,10 @@
  * Identification: segment k leaves with k (icrc.h), so segment k is re-sealed for k here,
  * and sealed back for 0 if the run has to go datagram by datagram after all.
  *
- * Copies per byte on this side: nic/ builds the packet in its scratch, emu_udp_send copies
- * it into the batch, the kernel copies it into an skb (3; issue 14 step 3 removes the first
- * two).
+ * Copies per byte on this side: nic/ builds the packet in the batch slot emu_udp_tx_slot
+ * lends it (the payload read from the client's memory straight into it), and the kernel
+ * copies it into an skb: 2. A packet built anywhere else (emu_udp_send sees a pointer that
+ * is not the slot's) is copied into the batch first.
  */
 #include <errno.h>
 #include <netinet/udp.h>

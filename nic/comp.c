@@ -301,7 +301,6 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 }
 
 /* ACK timeout and RNR timer. */
-/* ACK timeout and RNR timer. */
 void nic_comp_tick(struct nic_qp *qp, uint64_t now)
 {
 	struct nic_comp *c = &qp->comp;

@@ -199,9 +199,10 @@ const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *ini
 int nic_mr_dereg(struct nic_mr *mr);
 uint32_t nic_mr_lkey(const struct nic_mr *mr);
 uint32_t nic_mr_rkey(const struct nic_mr *mr);
-/* ibv_advise_mr: advice enum odpemu_advise_mr_advice; flags ODPEMU_ADVISE_MR_FLAG_FLUSH
- * (synchronous: returns after the fault handler answered... which in this I/O-free
- * library means the request is queued and completion is reported like a fault). */
+/* ibv_advise_mr on [va, va+len): advice is an enum odpemu_advise_mr_advice. Queues the
+ * prefetch's page requests and hands them to the fault port; it never waits (nic/ does no
+ * I/O). ODPEMU_ADVISE_MR_FLAG_FLUSH, the synchronous form, is the daemon's: it answers the
+ * client once the last of those requests is answered (emu/verbs.c op_advise_mr). */
 int nic_mr_advise(struct nic_mr *mr, unsigned advice, uint64_t va, uint64_t len, uint64_t now);
 /* The MMU notifier: the host unmapped or changed [va, va+len) of the client. ODP MRs drop
  * their translations (fence included); pinned MRs keep theirs and raise MR_DECOHERENCE. */

@@ -416,13 +416,13 @@ void nic_fault_wake(void *cookie, int status);
 
 /* wire.c */
 /* Send one packet: headers of h, a copy of payload (len bytes), ICRC. */
+int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
+	     const void *payload, uint32_t len);
 /* A packet of no QP (QP1's MADs): built, sealed and sent as nic_xmit does. */
 int nic_xmit_raw(struct nic *nic, const struct nic_gid *dst, const struct roce_hdr *h,
 		 const void *payload, uint32_t len);
 /* gsi.c: a packet for QP1, its ICRC checked. */
 void nic_gsi_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src);
-int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
-	     const void *payload, uint32_t len);
 /* Zero-copy sending: where the payload of a packet with h's opcode goes (in the port's
  * transmit slot, else nic->pkt), to gather into; then nic_xmit_in_place sends it with
  * the headers written around it. Nothing may be sent in between (a gather that faults
