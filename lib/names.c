@@ -2,12 +2,11 @@
 /* Names of the numbers a user meets in completions and port attributes. */
 #include "lib_int.h"
 
-/* nic/nic.h's NIC_VENDOR_ERRS, in the same order (the value is the index). lib/ may not
- * include nic/, so the list is repeated here; tests/lib_odpemu checks it against nic.h. */
+/* ODPEMU_VENDOR_ERRS (odpemu/verbs_types.h): the value is the index. */
 static const char *const vendor_errs[] = {
-	"NONE", "FLUSH", "BAD_LKEY", "LKEY_RANGE", "LKEY_ACCESS", "LOCAL_FAULT",
-	"LOCAL_LEN", "NAK_INV_REQ", "NAK_ACCESS", "NAK_OP", "RETRY_EXC", "RNR_EXC",
-	"RECV_TOO_SMALL", "BAD_RESPONSE", "BAD_WQE",
+#define VENDOR_ERR_NAME_(n) #n,
+	ODPEMU_VENDOR_ERRS(VENDOR_ERR_NAME_)
+#undef VENDOR_ERR_NAME_
 };
 
 ODPEMU_EXPORT const char *odpemu_vendor_err_str(uint32_t vendor_err)

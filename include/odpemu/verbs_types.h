@@ -75,6 +75,13 @@ enum odpemu_wr_props {
 enum odpemu_wr_opcode { ODPEMU_WR_OPCODES(ODPEMU_ENUM_VALUE_) };
 
 
+/* Why an error completion happened: odpemu_wc.vendor_err is the position of its cause in
+ * this list, odpemu_vendor_err_str() its name. nic/ raises them (enum nic_vendor_err). */
+#define ODPEMU_VENDOR_ERRS(X) \
+	X(NONE) X(FLUSH) X(BAD_LKEY) X(LKEY_RANGE) X(LKEY_ACCESS) X(LOCAL_FAULT) \
+	X(LOCAL_LEN) X(NAK_INV_REQ) X(NAK_ACCESS) X(NAK_OP) X(RETRY_EXC) X(RNR_EXC) \
+	X(RECV_TOO_SMALL) X(BAD_RESPONSE) X(BAD_WQE)
+
 /* Send flags (ibv_send_flags). */
 enum odpemu_send_flags {
 	ODPEMU_SEND_FENCE = 1 << 0,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Small pieces: names (vendor errors against nic.h's list, MTUs), the handle table, the
+/* Small pieces: names (vendor errors as nic/ raises them, MTUs), the handle table, the
  * QP attribute conversion both ways. */
 #include <string.h>
 
