@@ -59,26 +59,35 @@ print("\t".join([res, faults, str(odp["rnr_naks_sent"]), verdict,
 EOF
 }
 
+# demo_perf_server <base> <perf> <test>: an odpemu-perf server on host b, output in
+# base.server; returns once it waits for a client (pid in demo_last_pid), or stops it and
+# fails when it does not within 10 s.
+demo_perf_server() {
+  local base=$1 perf=$2 test=$3 pid k
+  demo_spawn 1 90 "$base.server" "$base.server" \
+    "$perf" "$test" -d "${demo_dev[1]}" -p "$demo_perf_port"
+  pid=$demo_last_pid
+  for ((k = 0; k < 100; k++)); do		# up to 10 s
+    grep -qs 'waiting for a client' "$base.server" && return 0
+    demo_alive "$pid" || break
+    sleep 0.1
+  done
+  demo_stop 2 "$pid"
+  return 1
+}
+
 # demo_perf_row <n> <label> <perf> <test> <args...>: run the pair, add line n.
 # demo_prefetched is set to the responder's prefetched pages of the run.
 demo_perf_row() {
   local n=$1 label=$2 perf=$3 test=$4; shift 4
-  local base="$demo_rundir/run$n" spid cpid k rc fields res faults rnr verdict
+  local base="$demo_rundir/run$n" spid cpid rc fields res faults rnr verdict
   demo_say "  $n. $label: odpemu-perf $test $*"
-  demo_spawn 1 90 "$base.server" "$base.server" \
-    "$perf" "$test" -d "${demo_dev[1]}" -p "$demo_perf_port"
-  spid=$demo_last_pid
-  for ((k = 0; k < 100; k++)); do		# up to 10 s
-    grep -qs 'waiting for a client' "$base.server" && break
-    demo_alive "$spid" || break
-    sleep 0.1
-  done
-  if ! grep -qs 'waiting for a client' "$base.server"; then
-    demo_stop 2 "$spid"
+  if ! demo_perf_server "$base" "$perf" "$test"; then
     demo_row "$n" "$label" "FAILED (no server)" - - -
     demo_fail "$n" "the odpemu-perf server did not come up" "$base.server"
     return 1
   fi
+  spid=$demo_last_pid
   demo_spawn 0 60 "$base.json" "$base.client" "$perf" "$test" "$@" --json \
     -d "${demo_dev[0]}" -p "$demo_perf_port" "${demo_addr[1]}"
   cpid=$demo_last_pid
@@ -116,15 +125,12 @@ EOF
 # Sets demo_stale, demo_checked and demo_verdict (demo_regcache_fields).
 demo_regcache_run() {
   local n=$1 perf=$2 backend=$3 msgs=$4
-  local base="$demo_rundir/run$n-$backend" spid k rc fields
-  demo_spawn 1 90 "$base.server" "$base.server" \
-    "$perf" write -d "${demo_dev[1]}" -p "$demo_perf_port"
+  local base="$demo_rundir/run$n-$backend" spid rc fields
+  if ! demo_perf_server "$base" "$perf" write; then
+    demo_fail "$n" "the odpemu-perf server did not come up" "$base.server"
+    return 1
+  fi
   spid=$demo_last_pid
-  for ((k = 0; k < 100; k++)); do		# up to 10 s
-    grep -qs 'waiting for a client' "$base.server" && break
-    demo_alive "$spid" || break
-    sleep 0.1
-  done
   demo_spawn 0 60 "$base.json" "$base.client" "$perf" write --regcache "$backend" --verify \
     -t 1 -n "$msgs" --json -d "${demo_dev[0]}" -p "$demo_perf_port" "${demo_addr[1]}"
   demo_wait "$demo_last_pid"
