@@ -337,11 +337,11 @@ def kill_tree(pid):
                 children.setdefault(ppid, []).append(int(d))
             except (OSError, ValueError, IndexError):
                 pass
-    todo, tree = [pid], []
-    while todo:
-        q = todo.pop()
+    pending, tree = [pid], []
+    while pending:
+        q = pending.pop()
         tree.append(q)
-        todo.extend(children.get(q, []))
+        pending.extend(children.get(q, []))
     for q in tree:
         try:
             os.kill(q, signal.SIGKILL)
