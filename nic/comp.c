@@ -179,6 +179,19 @@ static void on_rnr(struct nic_qp *qp, uint32_t psn, uint8_t syn)
 	nic_timer_arm(qp, qp->comp.rnr_deadline);
 }
 
+/* The first landing fault of a READ prefetches the rest of its local buffer: the READ is
+ * asked for again from the faulting packet once the fault is answered, and every later
+ * fault-around window missing would cost one more resent response stream (8 MiB into
+ * untouched memory: 129 faults, each resending the rest of the READ). */
+static void prefetch_rest(struct nic_qp *qp, struct nic_swqe *w, uint32_t from)
+{
+	if (w->wr.opcode != ODPEMU_WR_RDMA_READ || w->rest_prefetched || from >= w->length)
+		return;
+	w->rest_prefetched = true;
+	qp->ctr.faults_ahead += nic_dma_sge_prefetch(qp, w->wr.sg_list, w->wr.num_sge, from,
+						     w->length - from, true);
+}
+
 /* Land response bytes of a READ (or the original value of an atomic) in the local SGEs.
  * false: stopped by a local fault or error (the response is dropped; it will be asked for
  * again once the fault is answered). */
@@ -198,7 +211,10 @@ static bool land(struct nic_qp *qp, struct nic_swqe *w, uint32_t off, const void
 	if (res == NIC_DMA_FAULT) {
 		qp->ctr.faults_req++;
 		nic_drop(qp->nic, qp, NIC_DROP_LAND_FAULT);
-		go_back(qp, roce_psn_add(w->first_psn, off / qp->pmtu));
+		prefetch_rest(qp, w, off + n);
+		/* asked for once: the rest of this stream, arriving behind the fault, shows the
+		 * same gap, and a second request would have all of it sent again */
+		ask_again(qp, roce_psn_add(w->first_psn, off / qp->pmtu));
 		return false;
 	}
 	nic_swqe_complete(qp, w, ODPEMU_WC_LOC_PROT_ERR, nic_dma_verr(res));
@@ -300,6 +316,17 @@ void nic_comp_rx(struct nic_qp *qp, const struct roce_pkt *pkt)
 		on_read_response(qp, pkt, w);
 }
 
+/* The requester waits on its own page fault (a gather or a landing fault). The local ACK
+ * timeout and retry_cnt (IBA 11.2.4.2) measure a silent responder; this one is answering
+ * (its responses are dropped until the fault is answered, then asked for again), so the
+ * wait costs no retry: a slow fault handler must not turn into RETRY_EXC_ERR. The timer
+ * starts afresh once the fault is answered. */
+static bool local_fault_out(struct nic_qp *qp)
+{
+	return nic_fault_poll(&qp->req.fault) == NIC_SLOT_WAITING ||
+	       nic_fault_poll(&qp->comp.fault) == NIC_SLOT_WAITING;
+}
+
 /* ACK timeout and RNR timer. */
 void nic_comp_tick(struct nic_qp *qp, uint64_t now)
 {
@@ -317,6 +344,8 @@ void nic_comp_tick(struct nic_qp *qp, uint64_t now)
 	c->ack_deadline = UINT64_MAX;
 	if (c->una == qp->req.max_sent)
 		return;
+	if (local_fault_out(qp))
+		return update_timer(qp);
 	qp->ctr.timeouts++;
 	w = wqe_of(qp, c->una);
 	if (c->retry_left == 0)

@@ -193,6 +193,37 @@ enum nic_dma_result nic_dma_sge(struct nic_dma_ctx *c, const struct nic_sge *sge
 	return len ? NIC_DMA_RANGE : NIC_DMA_OK;
 }
 
+/* Prefetch, unwatched, what is missing of [off, off+len) of a local SGE list on ODP MRs
+ * (iopt_prefetch: one request per SGE, missing pages only). The requester calls it when a
+ * READ response faults: mlx5 resolves a requester WQE fault for all of the WQE's data
+ * segments at once (odp.c pagefault_data_segments); faulting one fault-around window per resent response stream instead
+ * makes the responder send the rest of a large READ once per window. Returns the number
+ * of requests raised. */
+unsigned nic_dma_sge_prefetch(struct nic_qp *qp, const struct nic_sge *sge, unsigned num_sge,
+			      uint32_t off, uint32_t len, bool to_mem)
+{
+	unsigned raised = 0;
+
+	for (unsigned i = 0; i < num_sge && len; i++) {
+		uint32_t n;
+		struct nic_mr *mr;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - off < len ? sge[i].length - off : len;
+		if (sge_mr(qp, &sge[i], to_mem, &mr) == NIC_DMA_OK && mr->odp &&
+		    iopt_prefetch(mr->iopt, sge[i].addr + off, n,
+				  to_mem ? IOPT_PREFETCH_WRITE : IOPT_PREFETCH, qp->nic->now,
+				  NULL) == 0)
+			raised++;
+		len -= n;
+		off = 0;
+	}
+	return raised;
+}
+
 /* The vendor error of a local SGE that could not be used (the WQE completes LOC_PROT_ERR). */
 enum nic_vendor_err nic_dma_verr(enum nic_dma_result res)
 {

@@ -390,7 +390,7 @@ const char *nic_drop_reason_str(enum nic_drop_reason r);
 	X(retransmits) X(timeouts) X(seq_naks_sent) X(seq_naks_received) \
 	X(rnr_naks_sent) X(rnr_naks_received) X(dup_requests) \
 	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
-	X(faults_ahead)		/* RNR policy: targets of dropped requests faulted in early */ \
+	X(faults_ahead)		/* prefetched early: a held request's target, a READ's rest */ \
 	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */
 struct nic_qp_counters {
 #define NIC_QP_CTR_FIELD_(name) uint64_t name;

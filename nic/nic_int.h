@@ -119,6 +119,7 @@ struct nic_swqe {
 	bool psn_assigned;
 	uint32_t sent;			/* bytes sent (request) or requested (READ) */
 	uint32_t landed;		/* READ: bytes of response landed */
+	bool rest_prefetched;		/* READ: a landing fault prefetched what was left */
 	enum nic_swqe_state state;
 	enum odpemu_wc_status status;
 	unsigned vendor_err;
@@ -392,6 +393,9 @@ enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uin
 /* Translate, faulting at the first miss, copy nothing. */
 enum nic_dma_result nic_dma_probe(struct nic_dma_ctx *c, struct nic_mr *mr, uint64_t va,
 				  uint32_t len, unsigned access);
+/* Prefetch the missing pages of a local SGE range, unwatched; the number of requests. */
+unsigned nic_dma_sge_prefetch(struct nic_qp *qp, const struct nic_sge *sge, unsigned num_sge,
+			      uint32_t off, uint32_t len, bool to_mem);
 enum nic_vendor_err nic_dma_verr(enum nic_dma_result res);
 uint32_t nic_sge_total(const struct nic_sge *sge, unsigned num_sge);
 

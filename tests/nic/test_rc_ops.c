@@ -682,6 +682,51 @@ static void test_odp_requester_and_read_landing(void)
 	pair_free(p);
 }
 
+/* A large READ into cold ODP memory, with the fault held far longer than the ACK timeout:
+ * the first landing fault prefetches the rest of the buffer, so the READ is asked for
+ * again once (the rest of the first response stream is dropped: one stream wasted, not one
+ * per fault-around window), and the wait on the local fault costs no retry (with
+ * retry_cnt 1 it would otherwise end in RETRY_EXC_ERR). */
+static void test_odp_read_landing_large(void)
+{
+	enum { LEN = 1 << 20, NPKTS = LEN / 4096 };
+	struct pair_qp_opts o = { .policy = NIC_FAULT_STALL, .timeout = 1, .retry_cnt = 1,
+		.rnr_retry = 7, .access = RW, .mtu = ODPEMU_MTU_4096 };
+	struct pair *p = pair_new(&o);
+	struct nic_qp_counters c;
+	struct pair_bufs x;
+	struct nic_wc wc;
+
+	p->settle_ns = 10 * PAIR_SETTLE_NS;
+	pair_bufs_new(p, &x, LEN, RW | ODPEMU_ACCESS_ON_DEMAND, RW, &rng);
+	struct nic_sge s = pair_sge(x.a, LEN, x.ma);
+	struct nic_send_wr wr = { .wr_id = 1, .opcode = ODPEMU_WR_RDMA_READ,
+		.send_flags = ODPEMU_SEND_SIGNALED, .sg_list = &s, .num_sge = 1,
+		.remote_addr = (uint64_t)(uintptr_t)x.b, .rkey = nic_mr_rkey(x.mb) };
+
+	p->hold_faults = true;
+	T_EQ(pair_post_send(p, 0, &wr), 0, "post a 1 MiB READ into cold ODP");
+	pair_run(p, 2000000);	/* 2 ms of held fault; the ACK timeout is 8 us */
+	T_CHECK(!pair_poll(p, 0, true, &wc), "nothing completes while the fault is held");
+	p->hold_faults = false;
+	pair_settle(p);
+	wc = pair_wc(p, 0, true, "1 MiB READ");
+	T_EQ(wc.status, ODPEMU_WC_SUCCESS, "large READ lands through a slow fault");
+	T_CHECK(memcmp(x.a, x.b, LEN) == 0, "landed data");
+	nic_qp_counters(p->s[0].qp, &c);
+	printf("1 MiB READ: faults_req %llu, faults_ahead %llu, timeouts %llu, "
+	       "responses received %llu (%u per stream)\n", (unsigned long long)c.faults_req,
+	       (unsigned long long)c.faults_ahead, (unsigned long long)c.timeouts,
+	       (unsigned long long)c.pkts_received, NPKTS);
+	T_EQ(c.faults_req, 1, "one landing fault: the rest was prefetched");
+	T_EQ(c.faults_ahead, 1, "the rest of the buffer prefetched at the first fault");
+	T_EQ(c.timeouts, 0, "waiting on a local fault is not an ACK timeout");
+	T_CHECK(c.pkts_received <= 2 * NPKTS, "%llu responses: at most one stream wasted",
+		(unsigned long long)c.pkts_received);
+	pair_bufs_free(&x);
+	pair_free(p);
+}
+
 static void test_dereg_and_rekey(void)
 {
 	struct pair *p = pair_new(NULL);
@@ -1203,6 +1248,7 @@ static const struct rc_case {
 	{ "odp-responder-rnr", test_odp_responder_rnr },
 	{ "odp-fault-fails", test_odp_fault_fails },
 	{ "odp-requester-read-landing", test_odp_requester_and_read_landing },
+	{ "odp-read-landing-large", test_odp_read_landing_large },
 	{ "dereg-and-rekey", test_dereg_and_rekey },
 	{ "dereg-while-faulting", test_dereg_while_faulting },
 	{ "bad-lkey", test_bad_lkey },
