@@ -3,8 +3,15 @@
  * counters — the COUNTERS op: name/value pairs of the device, a QP or an MR, named as mlx5
  * and `rdma stat` name them where they exist (page_faults, page_invalidations,
  * page_prefetch, ...). docs/emu.md lists them all.
+ *
+ * Each scope's counters are one table, in the order they are listed (dev_rows, iopt_rows,
+ * NIC_QP_COUNTERS): a row names a counter and the field it reads, or a family of counters
+ * generated from another list (drop reasons, vendor errors, CM attributes, histograms).
+ * The sums over MRs and QPs are generated from the same lists.
  */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +40,110 @@ static void put(struct ctr_list *l, const char *name, uint64_t v)
 	}
 }
 
+/* ---- the tables: each counter's name and where its value lives, typed once ----
+ *
+ * The names and their order are an interface (odpemu-ctl stat and --json, scripts, tests,
+ * docs/emu.md): add counters, never rename or reorder them. Where a struct already has its
+ * list (NIC_QP_COUNTERS, EMU_UDP_STATS, EMU_WIRE_STATS, NIC_DROP_REASONS,
+ * NIC_VENDOR_ERRS) the names come from it. */
+
+/* An IO page table's counters (struct iopt_counters): X(field, sum). The device sums them
+ * over its MRs: EVENT counts over destroyed MRs too (device counters never go down), GAUGE
+ * ones ("now") over the live MRs only. memory_bytes is not listed: table_bytes plus the
+ * domain's own few bytes, no news to a user. */
+#define IOPT_EVENT 1
+#define IOPT_GAUGE 0
+#define IOPT_CTRS(X) \
+	X(page_faults, EVENT) X(page_fault_pages, EVENT) X(page_invalidations, EVENT) \
+	X(page_invalidated_pages, EVENT) X(page_prefetch, EVENT) X(fault_merged, EVENT) \
+	X(fault_races, EVENT) X(fault_failed, EVENT) X(present_pages, GAUGE) X(table_bytes, GAUGE)
+#define ONE_(...) + 1
+static_assert(sizeof(struct iopt_counters) == sizeof(uint64_t) *
+	      (IOPT_CTRS(ONE_) + 1 /* memory_bytes */ + IOPT_LAT_BUCKETS),
+	      "iopt_counters has a field IOPT_CTRS does not list: list it (or say why not)");
+
+/* The QP counters the device shows, summed over its QPs (all of NIC_QP_COUNTERS are summed;
+ * the rest are per QP only). */
+#define DEV_QP_CTRS(X) X(rnr_naks_sent) X(rnr_naks_received) X(retransmits) X(timeouts) X(stalls)
+
+/* The connection manager's (emu_cm.ctr), each as cm_<field>, after its MADs by type. */
+#define CM_CTRS(X) \
+	X(rx_malformed) X(rx_bad_src_qp) X(unmatched) X(duplicates) X(tx_errors) \
+	X(retransmits) X(give_ups) X(events_sent) X(events_dropped) X(established) X(listens)
+
+/* The persist thread's (struct emu_persist_stats, every field): X(name, field). */
+#define PERSIST_CTRS(X) \
+	X(flush_persist_syncs, syncs) X(flush_persist_volatile, volatile_ranges) \
+	X(flush_persist_errors, errors) X(flush_persist_ns, ns) X(flush_persist_max_ns, max_ns)
+static_assert(sizeof(struct emu_persist_stats) == sizeof(uint64_t) * (PERSIST_CTRS(ONE_)),
+	      "emu_persist_stats has a field PERSIST_CTRS does not list");
+
+/* Everything a device counter is read from besides the daemon itself, gathered once per
+ * request (dev_snap_take). */
+struct dev_snap {
+	struct emu_daemon *d;
+	struct nic_counters nic;
+	struct emu_udp_stats udp;
+	struct emu_fault_stats fault;		/* the fault thread's own account */
+	struct emu_persist_stats persist;
+	struct iopt_counters mrs;		/* summed over the MRs (IOPT_CTRS) */
+	struct nic_qp_counters qps;		/* summed over the QPs */
+	uint64_t cm_listeners, cm_connections;	/* live now */
+};
+
+/* One row of a counter table: a field (of the snapshot, or of struct emu_daemon), or a
+ * family of counters that a function puts from a list of its own. */
+struct ctr_row {
+	const char *name;
+	void (*family)(struct ctr_list *l, const struct dev_snap *s);
+	bool in_daemon;
+	uint8_t width;		/* of an unsigned (object counts) or a uint64_t */
+	size_t off;
+};
+/* A field of any other type does not compile. */
+#define CTR_WIDTH_(type, field) \
+	_Generic(((type *)0)->field, unsigned: sizeof(unsigned), uint64_t: sizeof(uint64_t))
+#define ROW_(nm, type, field, daemon) { .name = nm, .in_daemon = daemon, \
+	.off = offsetof(type, field), .width = CTR_WIDTH_(type, field) }
+#define SNAP_(name, field)	ROW_(#name, struct dev_snap, field, false)
+#define DAEMON_(name, field)	ROW_(#name, struct emu_daemon, field, true)
+#define FAMILY_(fn)		{ .family = fn }
+/* Rows whose name is their field's, with the table's prefix. */
+#define NIC_(f)			SNAP_(f, nic.f),
+#define UDP_(f)			SNAP_(udp_##f, udp.f),
+#define WIRE_(f)		DAEMON_(wire_##f, wire.st.f),
+#define CM_(f)			DAEMON_(cm_##f, cm.ctr.f),
+#define MRS_(f, sum)		SNAP_(f, mrs.f),
+#define QPS_(f)			SNAP_(f, qps.f),
+#define CTR_(f)			DAEMON_(f, ctr.f),
+#define PERSIST_(name, f)	SNAP_(name, persist.f),
+
+static uint64_t row_value(const struct ctr_row *r, const void *base)
+{
+	const char *p = (const char *)base + r->off;
+	unsigned u;
+	uint64_t v;
+
+	if (r->width == sizeof(u)) {	/* CTR_WIDTH_: the two widths differ */
+		memcpy(&u, p, sizeof(u));
+		return u;
+	}
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Put the counters of rows: fields read from snap (or d), families put by their function. */
+static void put_rows(struct ctr_list *l, const struct ctr_row *rows, size_t n,
+		     const void *snap, const struct emu_daemon *d)
+{
+	for (const struct ctr_row *r = rows; r < rows + n; r++) {
+		if (r->family)
+			r->family(l, snap);
+		else
+			put(l, r->name, row_value(r, r->in_daemon ? (const void *)d : snap));
+	}
+}
+
 /* prefix + an upper-case table name, in lower case: "drop_" "NO_QP" -> "drop_no_qp". */
 static void lower_into(char *name, size_t len, const char *prefix, const char *upper)
 {
@@ -53,8 +164,13 @@ static void put_drops(struct ctr_list *l, const uint64_t *drops)
 	}
 }
 
+static void put_dev_drops(struct ctr_list *l, const struct dev_snap *s)
+{
+	put_drops(l, s->nic.drops);
+}
+
 /* Error completions by why: wc_err_retry_exc, wc_err_flush, ... (nic_counters.wc_errors) */
-static void put_wc_errors(struct ctr_list *l, const uint64_t *wc_errors)
+static void put_wc_errors(struct ctr_list *l, const struct dev_snap *s)
 {
 	char name[IPC_CTR_NAME];
 
@@ -62,7 +178,7 @@ static void put_wc_errors(struct ctr_list *l, const uint64_t *wc_errors)
 		/* NONE: an error status whose cause has no vendor code of its own */
 		lower_into(name, sizeof(name), "wc_err_",
 			   i == NIC_VERR_NONE ? "OTHER" : nic_vendor_err_str(i));
-		put(l, name, wc_errors[i]);
+		put(l, name, s->nic.wc_errors[i]);
 	}
 }
 
@@ -78,6 +194,121 @@ static void put_hist(struct ctr_list *l, const char *prefix, const uint64_t *b, 
 				 (unsigned long long)(2ull << i) >> shift);
 			put(l, name, b[i]);
 		}
+}
+
+/* The daemon's: fault submit -> answer delivered. */
+static void put_fault_hist(struct ctr_list *l, const struct dev_snap *s)
+{
+	const uint64_t *b = s->d->ctr.fault_lat_us;
+
+	put_hist(l, "fault_latency_us", b, sizeof(s->d->ctr.fault_lat_us) / sizeof(b[0]), 0);
+}
+
+/* The same as a log-linear histogram, its non-empty buckets as fault_latency_ns_lt_N (N:
+ * the bucket's upper bound). */
+static void put_fault_lathist(struct ctr_list *l, const struct dev_snap *s)
+{
+	const struct emu_lathist *h = &s->d->ctr.fault_lat_ns;
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < EMU_LATHIST_BUCKETS; i++)
+		if (h->count[i]) {
+			snprintf(name, sizeof(name), "fault_latency_ns_lt_%llu",
+				 (unsigned long long)emu_lathist_upper(i));
+			put(l, name, h->count[i]);
+		}
+}
+
+/* The connection manager's MADs in and out by type: cm_rx_req, cm_tx_req, ... */
+static void put_cm_mads(struct ctr_list *l, const struct dev_snap *s)
+{
+	const struct emu_cm *cm = &s->d->cm;
+	char name[IPC_CTR_NAME];
+
+	for (unsigned i = 0; i < EMU_CM_NATTR; i++) {
+		const char *a = emu_cm_attr_name(i);
+
+		lower_into(name, sizeof(name), "cm_rx_", a);
+		put(l, name, cm->ctr.rx[i]);
+		lower_into(name, sizeof(name), "cm_tx_", a);
+		put(l, name, cm->ctr.tx[i]);
+	}
+}
+
+/* The device's counters, in the order they are listed: nic/'s packet counters, the sums
+ * over MRs and QPs (live and destroyed: device counters never go down), the daemon's own.
+ * The fault thread's account: requests resolved, the time spent resolving them and
+ * waiting in its queue (fault_resolve_ns / fault_jobs is the service time of one), then
+ * the loop's part, from an answer being due to its delivery to nic/. */
+static const struct ctr_row dev_rows[] = {
+	DAEMON_(sessions, nsessions),
+	NIC_(pds) NIC_(mrs) NIC_(cqs) NIC_(srqs) NIC_(qps)
+	NIC_(pkts_received) NIC_(pkts_sent) NIC_(gsi_received) NIC_(gsi_sent)
+	FAMILY_(put_cm_mads),
+	CM_CTRS(CM_)
+	SNAP_(cm_listeners, cm_listeners), SNAP_(cm_connections, cm_connections),
+	EMU_UDP_STATS(UDP_)
+	EMU_WIRE_STATS(WIRE_)
+	NIC_(faults_raised) NIC_(faults_failed)
+	SNAP_(fault_jobs, fault.jobs), SNAP_(fault_resolve_ns, fault.resolve_ns_total),
+	SNAP_(fault_queue_wait_ns, fault.wait_ns_total),
+	DAEMON_(fault_deliver_wait_ns, ctr.fault_deliver_wait_ns),
+	SNAP_(fault_batches, fault.batches), SNAP_(fault_batch_reused, fault.batch_reused),
+	SNAP_(fault_jobs_inline, fault.inline_jobs), SNAP_(fault_maps_errors, fault.maps_errors),
+	IOPT_CTRS(MRS_)
+	DEV_QP_CTRS(QPS_)
+	CTR_(evictions) DAEMON_(host_invalidations, ctr.invalidations_host),
+	CTR_(mrs_pinned_shared) CTR_(mrs_pinned_by_address) CTR_(uffd_events)
+	CTR_(watch_changes) CTR_(watch_fired) CTR_(watch_errors)
+	CTR_(lease_breaks) CTR_(lease_acks) CTR_(lease_revocations) CTR_(lease_restores)
+	PERSIST_CTRS(PERSIST_)
+	CTR_(loop_sleeps) CTR_(mem_read_errors) CTR_(mem_write_errors)
+	CTR_(requests) CTR_(request_errors) DAEMON_(bad_wqes, ctr.ring_bad_wqe),
+	CTR_(events_sent) CTR_(events_dropped)
+	FAMILY_(put_dev_drops),
+	FAMILY_(put_wc_errors),
+	FAMILY_(put_fault_hist),
+	FAMILY_(put_fault_lathist),
+};
+
+/* An MR's: its IOPT's counters, read from a struct iopt_counters. */
+#define IOPT_ROW_(f, sum)	ROW_(#f, struct iopt_counters, f, false),
+static const struct ctr_row iopt_rows[] = { IOPT_CTRS(IOPT_ROW_) };
+
+#define NROWS(rows) (sizeof(rows) / sizeof((rows)[0]))
+
+/* ---- the sums over MRs and QPs ---- */
+
+/* EVENT counts always add up; GAUGE ones only for live MRs. */
+static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c, bool live)
+{
+#define ADD_IOPT_(f, kind) if (IOPT_##kind || live) sum->f += c->f;
+	IOPT_CTRS(ADD_IOPT_)
+#undef ADD_IOPT_
+}
+
+static void add_qp(struct nic_qp_counters *sum, const struct nic_qp_counters *q)
+{
+#define ADD_QP_(f) sum->f += q->f;
+	NIC_QP_COUNTERS(ADD_QP_)
+#undef ADD_QP_
+}
+
+void emu_counters_retire(struct emu_obj *o)
+{
+	struct emu_daemon *d = o->s->d;
+
+	if (o->type == EMU_OBJ_MR) {
+		struct iopt_counters c;
+
+		iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &c);
+		add_iopt(&d->retired_mr, &c, false);
+	} else if (o->type == EMU_OBJ_QP) {
+		struct nic_qp_counters q;
+
+		if (!nic_qp_counters(o->u.qp.qp, &q))
+			add_qp(&d->retired_qp, &q);
+	}
 }
 
 static uint64_t count_listeners(const struct emu_cm *cm)
@@ -98,207 +329,37 @@ static uint64_t count_conns(const struct emu_cm *cm)
 	return n;
 }
 
-/* The connection manager: MADs in and out by type, and what it could not use. */
-static void put_cm(struct ctr_list *l, const struct emu_cm *cm)
+/* What dev_rows read besides d: nic/'s, the threads', the sums over every MR and QP. */
+static void dev_snap_take(struct emu_daemon *d, struct dev_snap *s)
 {
-	char name[IPC_CTR_NAME];
+	struct iopt_counters one;
+	struct nic_qp_counters q;
 
-	for (unsigned i = 0; i < EMU_CM_NATTR; i++) {
-		const char *a = emu_cm_attr_name(i);
-
-		lower_into(name, sizeof(name), "cm_rx_", a);
-		put(l, name, cm->ctr.rx[i]);
-		lower_into(name, sizeof(name), "cm_tx_", a);
-		put(l, name, cm->ctr.tx[i]);
-	}
-	put(l, "cm_rx_malformed", cm->ctr.rx_malformed);
-	put(l, "cm_rx_bad_src_qp", cm->ctr.rx_bad_src_qp);
-	put(l, "cm_unmatched", cm->ctr.unmatched);
-	put(l, "cm_duplicates", cm->ctr.duplicates);
-	put(l, "cm_tx_errors", cm->ctr.tx_errors);
-	put(l, "cm_retransmits", cm->ctr.retransmits);
-	put(l, "cm_give_ups", cm->ctr.give_ups);
-	put(l, "cm_events_sent", cm->ctr.events_sent);
-	put(l, "cm_events_dropped", cm->ctr.events_dropped);
-	put(l, "cm_established", cm->ctr.established);
-	put(l, "cm_listens", cm->ctr.listens);
-	put(l, "cm_listeners", count_listeners(cm));
-	put(l, "cm_connections", count_conns(cm));
-}
-
-/* The fault thread's own account: requests resolved, and the time spent resolving them and
- * waiting in its queue (fault_resolve_ns / fault_jobs is the service time of one); then
- * the loop's part, from an answer being due to its delivery to nic/. */
-static void put_fault_thread(struct ctr_list *l, struct emu_daemon *d)
-{
-	struct emu_fault_stats f = { 0 };
-
+	*s = (struct dev_snap){ .d = d, .mrs = d->retired_mr, .qps = d->retired_qp,
+		.cm_listeners = count_listeners(&d->cm), .cm_connections = count_conns(&d->cm) };
+	nic_counters(d->nic, &s->nic);
+	emu_udp_stats(d->udp, &s->udp);
 	if (d->fault)
-		emu_fault_stats_get(d->fault, &f);
-	put(l, "fault_jobs", f.jobs);
-	put(l, "fault_resolve_ns", f.resolve_ns_total);
-	put(l, "fault_queue_wait_ns", f.wait_ns_total);
-	put(l, "fault_deliver_wait_ns", d->ctr.fault_deliver_wait_ns);
-	put(l, "fault_batches", f.batches);
-	put(l, "fault_batch_reused", f.batch_reused);
-	put(l, "fault_jobs_inline", f.inline_jobs);
-	put(l, "fault_maps_errors", f.maps_errors);
-}
-
-/* The non-empty buckets of a log-linear histogram, as PREFIX_lt_N (N: its upper bound). */
-static void put_lathist(struct ctr_list *l, const char *prefix, const struct emu_lathist *h)
-{
-	char name[IPC_CTR_NAME];
-
-	for (unsigned i = 0; i < EMU_LATHIST_BUCKETS; i++)
-		if (h->count[i]) {
-			snprintf(name, sizeof(name), "%s_lt_%llu", prefix,
-				 (unsigned long long)emu_lathist_upper(i));
-			put(l, name, h->count[i]);
-		}
-}
-
-static void put_iopt(struct ctr_list *l, const struct iopt_counters *c)
-{
-	put(l, "page_faults", c->page_faults);
-	put(l, "page_fault_pages", c->page_fault_pages);
-	put(l, "page_invalidations", c->page_invalidations);
-	put(l, "page_invalidated_pages", c->page_invalidated_pages);
-	put(l, "page_prefetch", c->page_prefetch);
-	put(l, "fault_merged", c->fault_merged);
-	put(l, "fault_races", c->fault_races);
-	put(l, "fault_failed", c->fault_failed);
-	put(l, "present_pages", c->present_pages);
-	put(l, "table_bytes", c->table_bytes);
-}
-
-/* Events add up over time; present_pages and table_bytes are "now" (live MRs only). */
-static void add_iopt(struct iopt_counters *sum, const struct iopt_counters *c, bool gauges)
-{
-	sum->page_faults += c->page_faults;
-	sum->page_fault_pages += c->page_fault_pages;
-	sum->page_invalidations += c->page_invalidations;
-	sum->page_invalidated_pages += c->page_invalidated_pages;
-	sum->page_prefetch += c->page_prefetch;
-	sum->fault_merged += c->fault_merged;
-	sum->fault_races += c->fault_races;
-	sum->fault_failed += c->fault_failed;
-	if (gauges) {
-		sum->present_pages += c->present_pages;
-		sum->table_bytes += c->table_bytes;
-	}
-}
-
-static void add_qp(struct nic_qp_counters *sum, const struct nic_qp_counters *q)
-{
-	sum->rnr_naks_sent += q->rnr_naks_sent;
-	sum->rnr_naks_received += q->rnr_naks_received;
-	sum->retransmits += q->retransmits;
-	sum->timeouts += q->timeouts;
-	sum->stalls += q->stalls;
-}
-
-static void put_persist(struct ctr_list *l, const struct emu_daemon *d)
-{
-	struct emu_persist_stats st = { 0 };
-
+		emu_fault_stats_get(d->fault, &s->fault);
 	if (d->persist)
-		emu_persist_stats(d->persist, &st);
-	put(l, "flush_persist_syncs", st.syncs);
-	put(l, "flush_persist_volatile", st.volatile_ranges);
-	put(l, "flush_persist_errors", st.errors);
-	put(l, "flush_persist_ns", st.ns);
-	put(l, "flush_persist_max_ns", st.max_ns);
-}
-
-void emu_counters_retire(struct emu_obj *o)
-{
-	struct emu_daemon *d = o->s->d;
-
-	if (o->type == EMU_OBJ_MR) {
-		struct iopt_counters c;
-
-		iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &c);
-		add_iopt(&d->retired_mr, &c, false);
-	} else if (o->type == EMU_OBJ_QP) {
-		struct nic_qp_counters q;
-
-		if (!nic_qp_counters(o->u.qp.qp, &q))
-			add_qp(&d->retired_qp, &q);
+		emu_persist_stats(d->persist, &s->persist);
+	for (struct emu_session *ses = d->sessions; ses; ses = ses->next) {
+		emu_for_each_obj(mr, ses, EMU_OBJ_MR) {
+			iopt_counters_get(nic_mr_iopt(mr->u.mr.mr), &one);
+			add_iopt(&s->mrs, &one, true);
+		}
+		emu_for_each_obj(qp, ses, EMU_OBJ_QP)
+			if (!nic_qp_counters(qp->u.qp.qp, &q))
+				add_qp(&s->qps, &q);
 	}
 }
 
-/* Device: nic/'s packet counters, the sums over MRs and QPs (live and destroyed: device
- * counters never go down), the daemon's own. */
 static void dev_counters(struct emu_daemon *d, struct ctr_list *l)
 {
-	struct nic_counters nc;
-	struct iopt_counters sum = d->retired_mr, one;
-	struct nic_qp_counters qsum = d->retired_qp, q;
-	struct emu_udp_stats us;
+	struct dev_snap s;
 
-	nic_counters(d->nic, &nc);
-	emu_udp_stats(d->udp, &us);
-	for (struct emu_session *s = d->sessions; s; s = s->next) {
-		emu_for_each_obj(mr, s, EMU_OBJ_MR) {
-			iopt_counters_get(nic_mr_iopt(mr->u.mr.mr), &one);
-			add_iopt(&sum, &one, true);
-		}
-		emu_for_each_obj(qp, s, EMU_OBJ_QP)
-			if (!nic_qp_counters(qp->u.qp.qp, &q))
-				add_qp(&qsum, &q);
-	}
-	put(l, "sessions", d->nsessions);
-	put(l, "pds", nc.pds);
-	put(l, "mrs", nc.mrs);
-	put(l, "cqs", nc.cqs);
-	put(l, "srqs", nc.srqs);
-	put(l, "qps", nc.qps);
-	put(l, "pkts_received", nc.pkts_received);
-	put(l, "pkts_sent", nc.pkts_sent);
-	put(l, "gsi_received", nc.gsi_received);
-	put(l, "gsi_sent", nc.gsi_sent);
-	put_cm(l, &d->cm);
-#define PUT_UDP_(name) put(l, "udp_" #name, us.name);
-	EMU_UDP_STATS(PUT_UDP_)
-#undef PUT_UDP_
-#define PUT_WIRE_(name) put(l, "wire_" #name, d->wire.st.name);
-	EMU_WIRE_STATS(PUT_WIRE_)
-#undef PUT_WIRE_
-	put(l, "faults_raised", nc.faults_raised);
-	put(l, "faults_failed", nc.faults_failed);
-	put_fault_thread(l, d);
-	put_iopt(l, &sum);
-	put(l, "rnr_naks_sent", qsum.rnr_naks_sent);
-	put(l, "rnr_naks_received", qsum.rnr_naks_received);
-	put(l, "retransmits", qsum.retransmits);
-	put(l, "timeouts", qsum.timeouts);
-	put(l, "stalls", qsum.stalls);
-	put(l, "evictions", d->ctr.evictions);
-	put(l, "host_invalidations", d->ctr.invalidations_host);
-	put(l, "mrs_pinned_shared", d->ctr.mrs_pinned_shared);
-	put(l, "mrs_pinned_by_address", d->ctr.mrs_pinned_by_address);
-	put(l, "uffd_events", d->ctr.uffd_events);
-	put(l, "watch_changes", d->ctr.watch_changes);
-	put(l, "watch_fired", d->ctr.watch_fired);
-	put(l, "watch_errors", d->ctr.watch_errors);
-	put(l, "lease_breaks", d->ctr.lease_breaks);
-	put(l, "lease_acks", d->ctr.lease_acks);
-	put(l, "lease_revocations", d->ctr.lease_revocations);
-	put(l, "lease_restores", d->ctr.lease_restores);
-	put_persist(l, d);
-	put(l, "loop_sleeps", d->ctr.loop_sleeps);
-	put(l, "mem_read_errors", d->ctr.mem_read_errors);
-	put(l, "mem_write_errors", d->ctr.mem_write_errors);
-	put(l, "requests", d->ctr.requests);
-	put(l, "request_errors", d->ctr.request_errors);
-	put(l, "bad_wqes", d->ctr.ring_bad_wqe);
-	put(l, "events_sent", d->ctr.events_sent);
-	put(l, "events_dropped", d->ctr.events_dropped);
-	put_drops(l, nc.drops);
-	put_wc_errors(l, nc.wc_errors);
-	put_hist(l, "fault_latency_us", d->ctr.fault_lat_us, 24, 0);
-	put_lathist(l, "fault_latency_ns", &d->ctr.fault_lat_ns);
+	dev_snap_take(d, &s);
+	put_rows(l, dev_rows, NROWS(dev_rows), &s, d);
 }
 
 static void qp_counters(struct emu_obj *o, struct ctr_list *l)
@@ -319,7 +380,7 @@ static void mr_counters(struct emu_obj *o, struct ctr_list *l)
 
 	iopt_counters_get(nic_mr_iopt(o->u.mr.mr), &c);
 	put(l, "lkey", nic_mr_lkey(o->u.mr.mr));
-	put_iopt(l, &c);
+	put_rows(l, iopt_rows, NROWS(iopt_rows), &c, NULL);
 	/* iopt's buckets are [2^i, 2^(i+1)) ns: shown in µs from 1 µs on */
 	put_hist(l, "fault_latency_us", c.fault_latency_ns + 9, IOPT_LAT_BUCKETS - 9, 0);
 }

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon — start, run and stop one odpemud: resolve the interface, create the NIC, open the
- * UDP socket, start the fault thread, listen on the control socket, then loop:
+ * daemon — start, run and stop one odpemud. Start is a table of stages (resolve the
+ * interface, the event loop, create the NIC, listen on the control socket, open the UDP
+ * socket, start the fault thread, ...), each with its undo; stop undoes the stages done,
+ * last first. In between, the loop:
  *
- *   dispatch io_uring completions (packets, requests, doorbells, fault answers, notifier)
- *   -> drain the clients' work rings into nic/ -> deliver due fault answers -> release
- *   the packets the wire injector delayed or held -> run nic/'s timers -> CQ arms and
- *   notifications -> flush the UDP batch (nic/ writes each completion straight into its
- *   CQ ring: ports.cq_write).
+ *   dispatch io_uring completions (packets, requests, doorbells, fault answers, notifier),
+ *   look by look, the loop's step before each (drain the clients' work rings into nic/,
+ *   deliver due fault answers; due answers again before each datagram)
+ *   -> a round: drain the rings -> deliver due fault answers -> release the packets the
+ *   wire injector delayed or held -> run nic/'s timers -> CQ arms and notifications ->
+ *   flush the UDP batch (nic/ writes each completion straight into its CQ ring:
+ *   ports.cq_write).
  *
  * Then spin while there is work (spin.h: --poll-us, adaptive by default), else announce
  * sleep on the status page and wait in io_uring until a completion or the next deadline
@@ -87,26 +91,43 @@ static void on_signal(struct emu_io *io, const struct io_uring_cqe *cqe)
 		emu_loop_poll_in(&d->loop, d->signal_fd, &d->signal_io);
 }
 
-static void deliver_packet(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
-			   uint16_t sport)
+/* Fault answers due go to nic/ before the next packet: an answer resolved inline for an
+ * earlier packet is due at once, and until nic/ has it the QP holds its packets behind the
+ * fault (stall policy). A look can carry a window of 64 KiB messages, and one completion
+ * of the socket a run of them (GRO): so before each datagram, not only before each look. */
+static void deliver_due_answers(struct emu_daemon *d)
+{
+	if (d->answers.head)
+		emu_answers_deliver(d, emu_now_ns());
+}
+
+/*
+ * The loop's step (emu_loop_set_step), before each look at its completions: what nic/ must
+ * have before the events of the look, packets among them, reach it.
+ *  - The clients' work rings. A work request posted before a packet was sent may still be
+ *    in its ring, its doorbell in this very look (or none: the loop did not sleep), and a
+ *    UD receive posted in time must not find nic/ without its WQE and drop the datagram.
+ *    The loop runs the step after the look's completions were posted, so whatever a client
+ *    posted before the peer sent a packet of the look is taken here, once per look.
+ *  - Fault answers due (deliver_due_answers).
+ */
+static void loop_step(void *arg)
 {
 	struct emu_daemon *d = arg;
 
-	/* Work requests posted before the packet was sent may be in the rings still (their
-	 * doorbell is in this very dispatch): take them first, once per dispatch, or a UD
-	 * receive posted in time would find no WQE and drop the datagram. */
-	if (!d->rx_drained) {
-		d->rx_drained = true;
-		emu_rings_drain(d);
-	}
-	/* Fault answers due (resolved inline by an earlier packet of this dispatch) go first:
-	 * a dispatch can carry a window of 64 KiB messages, and nic/ is waiting for them. */
-	if (d->answers.head)
-		emu_answers_deliver(d, emu_now_ns());
-	if (emu_wire_active(&d->wire, EMU_WIRE_RX))
-		emu_wire_pass(&d->wire, EMU_WIRE_RX, src, sport, pkt, len, emu_now_ns());
-	else
-		nic_rx_from(d->nic, pkt, len, src, sport, emu_now_ns());
+	emu_rings_drain(d);
+	deliver_due_answers(d);
+}
+
+/* The socket's deliver callback. Each datagram is an event of its own for the answers'
+ * half of the loop's step; then it goes in, and only goes in (ports.h). */
+static void on_datagram(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+			uint16_t sport)
+{
+	struct emu_daemon *d = arg;
+
+	deliver_due_answers(d);
+	emu_ports_wire_in(d, pkt, len, src, sport);
 }
 
 /* Resolve --netdev/--addr into the interface and this device's GID. */
@@ -157,11 +178,19 @@ static int create_nic(struct emu_daemon *d)
 	return 0;
 }
 
+static void destroy_nic(struct emu_daemon *d)
+{
+	emu_cm_free(&d->cm);	/* the orphans' DREQs left with the socket's last flush */
+	if (nic_destroy(d->nic))
+		emu_log(EMU_LOG_WARN, "NIC objects left at exit");
+	d->nic = NULL;
+}
+
 static int open_udp(struct emu_daemon *d)
 {
 	struct emu_udp_config cfg = { .local = d->gid, .port = d->opt.port,
 		.ifindex = d->netdev.ifindex, .no_gso = d->opt.no_gso, .no_gro = d->opt.no_gro,
-		.deliver = deliver_packet, .deliver_arg = d };
+		.deliver = on_datagram, .deliver_arg = d };
 	char err[256] = "";
 	int rc = emu_udp_open(&d->loop, &cfg, &d->udp, err, sizeof(err));
 
@@ -175,20 +204,41 @@ static int open_udp(struct emu_daemon *d)
 	return rc;
 }
 
+static void close_udp(struct emu_daemon *d)
+{
+	emu_udp_flush(d->udp);
+	emu_udp_close(d->udp);
+	d->udp = NULL;
+}
+
 /* The status page clients map read-only: the sleeping flag of the doorbell protocol. */
 static int create_status_page(struct emu_daemon *d)
 {
+	int rc;
+
 	d->status_fd = memfd_create("odpemu-status", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (d->status_fd < 0 || ftruncate(d->status_fd, 4096))
-		return -errno;
-	d->status = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->status_fd, 0);
-	if (d->status == MAP_FAILED) {
+	if (d->status_fd < 0 || ftruncate(d->status_fd, 4096) ||
+	    (d->status = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, d->status_fd,
+			      0)) == MAP_FAILED) {
+		rc = -errno;
+		emu_log(EMU_LOG_ERR, "cannot create the status page: %s", strerror(-rc));
+		if (d->status_fd >= 0)
+			close(d->status_fd);
+		d->status_fd = -1;
 		d->status = NULL;
-		return -errno;
+		return rc;
 	}
 	d->status->magic = IPC_STATUS_MAGIC;
 	d->status->version = IPC_VERSION;
 	return 0;
+}
+
+static void remove_status_page(struct emu_daemon *d)
+{
+	munmap(d->status, 4096);
+	close(d->status_fd);
+	d->status = NULL;
+	d->status_fd = -1;
 }
 
 static int block_signals(struct emu_daemon *d)
@@ -200,14 +250,26 @@ static int block_signals(struct emu_daemon *d)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);	/* dump the counters to the log */
-	if (sigprocmask(SIG_BLOCK, &set, NULL))
-		return -errno;
-	signal(SIGPIPE, SIG_IGN);
-	if ((d->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
-		return -errno;
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		d->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	}
+	if (d->signal_fd < 0) {
+		int rc = -errno;
+
+		emu_log(EMU_LOG_ERR, "cannot take signals through a signalfd: %s", strerror(-rc));
+		return rc;
+	}
 	d->signal_io.fn = on_signal;
 	emu_loop_poll_in(&d->loop, d->signal_fd, &d->signal_io);
 	return 0;
+}
+
+/* The mask stays: unblocked, a signal still pending would end the stopping daemon. */
+static void close_signals(struct emu_daemon *d)
+{
+	close(d->signal_fd);
+	d->signal_fd = -1;
 }
 
 #define KNOBS_KNOWN "fault-delay-us, fault-fail-rate, evict-rate, fault-policy, wire-loss, " \
@@ -284,6 +346,32 @@ int emu_daemon_get_knob(struct emu_daemon *d, const char *key, char *value, size
 	return 0;
 }
 
+static int init_inject(struct emu_daemon *d)
+{
+	emu_inject_init(&d->inject, d->opt.seed);
+	return 0;
+}
+
+static void fini_inject(struct emu_daemon *d)
+{
+	emu_inject_fini(&d->inject);
+}
+
+static int init_wire(struct emu_daemon *d)
+{
+	int rc = emu_wire_init(&d->wire, d->opt.seed, emu_ports_wire_out, d);
+
+	if (rc)
+		emu_log(EMU_LOG_ERR, "no memory for the wire injector");
+	return rc;
+}
+
+static void fini_wire(struct emu_daemon *d)
+{
+	emu_wire_fini(&d->wire);	/* packets still delayed or held are lost */
+}
+
+/* The injection flags; a bad value is a usage error (exit 2, like a bad flag). */
 static int apply_knobs(struct emu_daemon *d)
 {
 	const char *keys[] = { "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy" };
@@ -295,6 +383,7 @@ static int apply_knobs(struct emu_daemon *d)
 	for (unsigned i = 0; i < 4; i++)
 		if (vals[i] && emu_daemon_set_knob(d, keys[i], vals[i], err, sizeof(err))) {
 			emu_log(EMU_LOG_ERR, "--%s: %s", keys[i], err);
+			d->usage_error = true;
 			return -EINVAL;
 		}
 	/* The wire flags in the order given: a later one may change another direction. */
@@ -302,6 +391,7 @@ static int apply_knobs(struct emu_daemon *d)
 		if (emu_daemon_set_knob(d, d->opt.wire[i].key, d->opt.wire[i].value, err,
 					sizeof(err))) {
 			emu_log(EMU_LOG_ERR, "--%s", err);
+			d->usage_error = true;
 			return -EINVAL;
 		}
 		emu_log(EMU_LOG_INFO, "wire injection: --%s %s", d->opt.wire[i].key,
@@ -314,8 +404,16 @@ static int init_loop(struct emu_daemon *d)
 {
 	int rc = emu_loop_init(&d->loop, 256);
 
-	d->loop_ready = rc == 0;
+	if (rc)
+		emu_log(EMU_LOG_ERR, "cannot set up io_uring: %s", strerror(-rc));
+	else
+		emu_loop_set_step(&d->loop, loop_step, d);
 	return rc;
+}
+
+static void fini_loop(struct emu_daemon *d)
+{
+	emu_loop_fini(&d->loop);
 }
 
 static int start_persist(struct emu_daemon *d)
@@ -325,6 +423,12 @@ static int start_persist(struct emu_daemon *d)
 	if (rc)
 		emu_log(EMU_LOG_ERR, "cannot start the persist thread: %s", strerror(-rc));
 	return rc;
+}
+
+static void stop_persist(struct emu_daemon *d)
+{
+	emu_persist_stop(d->persist);
+	d->persist = NULL;
 }
 
 static int start_fault_thread(struct emu_daemon *d)
@@ -341,6 +445,16 @@ static int start_fault_thread(struct emu_daemon *d)
 	return 0;
 }
 
+/* Every answer the thread gave goes to nic/, delay or not, so it can let its lingering MRs
+ * go (what nic/ sends meanwhile leaves with the socket's last flush). */
+static void stop_fault_thread(struct emu_daemon *d)
+{
+	emu_fault_stop(d->fault);
+	emu_answers_drain_all(d);
+	emu_fault_destroy(d->fault);
+	d->fault = NULL;
+}
+
 /* Optional: without it the port state is the one read at start. */
 static int follow_netdev(struct emu_daemon *d)
 {
@@ -354,34 +468,94 @@ static int follow_netdev(struct emu_daemon *d)
 	return 0;
 }
 
-/* The start, in order; emu_daemon_stop undoes whatever exists, in reverse. The control
- * socket is claimed before the UDP port, so a second daemon of the same name says so
- * rather than that the address is taken. */
-static int (*const start_stages[])(struct emu_daemon *) = {
-	resolve_netdev, init_loop, create_status_page, block_signals, create_nic,
-	emu_ctl_listen, open_udp, start_fault_thread, start_persist, follow_netdev,
+static void unfollow_netdev(struct emu_daemon *d)
+{
+	if (d->watch)
+		emu_netdev_watch_close(d->watch);
+	d->watch = NULL;
+}
+
+static void close_ctl(struct emu_daemon *d)
+{
+	emu_ctl_unlink(d);
+	close(d->listen_fd);
+	d->listen_fd = -1;
+}
+
+/* Clients come once the loop runs; a stop ends them before anything else: the socket
+ * removed (no new client finds it), every QP to ERR so clients get their flush
+ * completions, DEVICE_FATAL to every client, their sessions closed and collected. */
+static void end_clients(struct emu_daemon *d)
+{
+	struct nic_qp_attr err = { .qp_state = ODPEMU_QPS_ERR };
+
+	emu_ctl_unlink(d);
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		emu_for_each_obj(qp, s, EMU_OBJ_QP)
+			nic_qp_modify(qp->u.qp.qp, &err, ODPEMU_QP_STATE, emu_now_ns(), NULL);
+	emu_rings_service_cqs(d);
+	atomic_store(&d->status->fatal, 1);
+	for (struct emu_session *s = d->sessions; s; s = s->next)
+		emu_session_event(s, ODPEMU_EVENT_DEVICE_FATAL, 1);
+	while (d->sessions)
+		emu_session_close(d->sessions);
+	emu_orphan_close_all(d);
+	/* Closed sessions are freed by their polls' final completions: collect them, for up
+	 * to two seconds (a loaded machine under a sanitizer can take well over 100 ms). */
+	for (int i = 0; i < 200 && (d->closing_sessions || d->closing_orphans); i++)
+		emu_loop_run_once(&d->loop, emu_now_ns() + 10000000);
+	if (d->closing_sessions)
+		emu_log(EMU_LOG_WARN, "%u closed sessions still wait for their polls at exit",
+			d->closing_sessions);
+}
+
+/*
+ * The start, in order, each stage with its undo. d->started counts the stages done, and
+ * emu_daemon_stop undoes those, last first: a failed start undoes exactly what it did (a
+ * stage that fails leaves nothing of its own behind). The control socket is claimed
+ * before the UDP port, so a second daemon of the same name says so rather than that the
+ * address is taken. The persist thread comes after the fault handler and goes before it,
+ * once no QP waits on it; the fault handler's last answers go out with the UDP socket's
+ * last flush; the NIC goes when nothing can call into it any more.
+ */
+static const struct start_stage {
+	const char *name;
+	int (*start)(struct emu_daemon *d);	/* 0 or -errno (logged); NULL: nothing to do */
+	void (*undo)(struct emu_daemon *d);	/* NULL: nothing to undo */
+} start_stages[] = {
+	{ "fault injection", init_inject, fini_inject },
+	{ "wire injection", init_wire, fini_wire },
+	{ "injection flags", apply_knobs, NULL },
+	{ "interface", resolve_netdev, NULL },
+	{ "event loop", init_loop, fini_loop },
+	{ "status page", create_status_page, remove_status_page },
+	{ "signals", block_signals, close_signals },
+	{ "NIC", create_nic, destroy_nic },
+	{ "control socket", emu_ctl_listen, close_ctl },
+	{ "UDP socket", open_udp, close_udp },
+	{ "fault handler", start_fault_thread, stop_fault_thread },
+	{ "persist thread", start_persist, stop_persist },
+	{ "link watch", follow_netdev, unfollow_netdev },
+	{ "clients", NULL, end_clients },
 };
 
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 {
+	const size_t nstages = sizeof(start_stages) / sizeof(start_stages[0]);
 	int rc;
 
 	memset(d, 0, sizeof(*d));
 	d->opt = *opt;
-	emu_inject_init(&d->inject, opt->seed);
 	d->listen_fd = d->signal_fd = d->status_fd = -1;
 	d->next_client = 1;
-	if ((rc = emu_wire_init(&d->wire, opt->seed, emu_ports_wire_out, d))) {
-		emu_log(EMU_LOG_ERR, "no memory for the wire injector");
-		return rc;
-	}
-	if ((rc = apply_knobs(d))) {
-		d->usage_error = true;	/* a bad flag value: exit 2, like a bad flag */
-		return rc;
-	}
-	for (size_t i = 0; i < sizeof(start_stages) / sizeof(start_stages[0]); i++)
-		if ((rc = start_stages[i](d)))
+	for (; d->started < nstages; d->started++) {
+		const struct start_stage *st = &start_stages[d->started];
+
+		if (st->start && (rc = st->start(d))) {
+			emu_log(EMU_LOG_DEBUG, "start: %s failed", st->name);
 			return rc;
+		}
+	}
 	d->evict_last_ns = emu_now_ns();
 	emu_devnode_ensure();
 	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s",
@@ -458,7 +632,6 @@ int emu_daemon_run(struct emu_daemon *d)
 
 		if (work_round(d))
 			busy_until = emu_spin_work(&spin, now);
-		d->rx_drained = false;
 		if (now < busy_until) {
 			rc = emu_loop_run_once(&d->loop, 0);	/* peek, no sleep */
 			/* Spinning: give the CPU to a runnable client or peer daemon first
@@ -490,61 +663,16 @@ int emu_daemon_run(struct emu_daemon *d)
 	return 0;
 }
 
-/* Graceful stop: QPs to ERR so clients get their flush completions, DEVICE_FATAL to every
- * client, the socket removed; then everything freed. */
+/* Undo the stages start got through, last first (the table above): a graceful stop once
+ * the daemon ran (clients first), the cleanup of a failed start otherwise. */
 void emu_daemon_stop(struct emu_daemon *d)
 {
-	struct nic_qp_attr err = { .qp_state = ODPEMU_QPS_ERR };
+	while (d->started) {
+		const struct start_stage *st = &start_stages[--d->started];
 
-	emu_ctl_unlink(d);
-	if (d->nic) {
-		for (struct emu_session *s = d->sessions; s; s = s->next)
-			emu_for_each_obj(qp, s, EMU_OBJ_QP)
-				nic_qp_modify(qp->u.qp.qp, &err, ODPEMU_QP_STATE, emu_now_ns(),
-					      NULL);
-		emu_rings_service_cqs(d);
+		if (st->undo) {
+			emu_log(EMU_LOG_DEBUG, "stop: %s", st->name);
+			st->undo(d);
+		}
 	}
-	if (d->status)
-		atomic_store(&d->status->fatal, 1);
-	for (struct emu_session *s = d->sessions; s; s = s->next)
-		emu_session_event(s, ODPEMU_EVENT_DEVICE_FATAL, 1);
-	while (d->sessions)
-		emu_session_close(d->sessions);
-	emu_orphan_close_all(d);
-	/* Closed sessions are freed by their polls' final completions: collect them, for up
-	 * to two seconds (a loaded machine under a sanitizer can take well over 100 ms). */
-	for (int i = 0; i < 200 && (d->closing_sessions || d->closing_orphans) &&
-			d->loop_ready; i++)
-		emu_loop_run_once(&d->loop, emu_now_ns() + 10000000);
-	if (d->closing_sessions)
-		emu_log(EMU_LOG_WARN, "%u closed sessions still wait for their polls at exit",
-			d->closing_sessions);
-	emu_persist_stop(d->persist);	/* after the QPs: none waits on it any more */
-	d->persist = NULL;
-	if (d->fault) {
-		emu_fault_stop(d->fault);
-		emu_answers_drain_all(d);
-		emu_fault_destroy(d->fault);
-	}
-	if (d->udp) {
-		emu_udp_flush(d->udp);
-		emu_udp_close(d->udp);
-	}
-	if (d->watch)
-		emu_netdev_watch_close(d->watch);
-	emu_cm_free(&d->cm);	/* the orphans' DREQs went with the flush above */
-	if (d->nic && nic_destroy(d->nic))
-		emu_log(EMU_LOG_WARN, "NIC objects left at exit");
-	if (d->listen_fd >= 0)
-		close(d->listen_fd);
-	if (d->signal_fd >= 0)
-		close(d->signal_fd);
-	if (d->status)
-		munmap(d->status, 4096);
-	if (d->status_fd >= 0)
-		close(d->status_fd);
-	if (d->loop_ready)
-		emu_loop_fini(&d->loop);
-	emu_wire_fini(&d->wire);	/* packets still delayed or held are lost */
-	emu_inject_fini(&d->inject);
 }

@@ -65,10 +65,9 @@ struct emu_daemon {
 	unsigned closing_sessions;	/* closed, waiting for their polls to end */
 	struct emu_session *last_session;	/* ports.c's lookup cache */
 	bool port_up;
-	bool rx_drained;		/* rings drained since this dispatch began: once per
-					 * dispatch, not per packet (daemon.c) */
 	bool usage_error;		/* start failed on a bad flag value (exit 2) */
-	bool loop_ready;		/* emu_loop_init succeeded */
+	unsigned started;		/* stages of the start done: what a stop undoes
+					 * (daemon.c, start_stages) */
 	enum nic_fault_policy default_policy;
 	uint64_t evict_last_ns;
 	struct emu_fill fills[EMU_FILLS];
@@ -96,12 +95,13 @@ struct emu_daemon {
 
 /* Start the daemon of opt, stage by stage (each logs its failure with the fix): 0 or
  * -errno; then d->usage_error says whether a flag value was bad. Call emu_daemon_stop
- * either way. */
+ * either way: it undoes the stages that were done, in reverse. */
 int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt);
 /* Loop until SIGTERM/SIGINT: 0, or -errno of the event loop. */
 int emu_daemon_run(struct emu_daemon *d);
-/* Graceful stop: QPs to ERR (clients get their flush completions), DEVICE_FATAL to every
- * client, the socket removed; then everything that exists freed. */
+/* Undo the start's stages, last first. After a start that succeeded that is a graceful
+ * stop: the socket removed, QPs to ERR (clients get their flush completions), DEVICE_FATAL
+ * to every client; then the rest freed. */
 void emu_daemon_stop(struct emu_daemon *d);
 
 /* Change an injection knob ("fault-delay-us", ..., "wire-loss", ...): 0 or -EINVAL with

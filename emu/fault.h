@@ -28,10 +28,11 @@
  *
  * RESOLUTION. ODP MRs translate by identity (host address == client va; the daemon copies
  * with process_vm_readv/writev), so every answer map has host == va. The client's VMAs come
- * from /proc/PID/maps: the PROCMAP_QUERY ioctl (Linux 6.11+) when the kernel has it, else
- * the text, read and parsed. Measured here (64 KiB window, another process): PROCMAP_QUERY
- * ~0.9 us a job, ~2.2 with a uffd, ~1.4 / 2.8 with 1000 VMAs; text ~0.28 us per maps line
- * below the window (14 us at 30 VMAs, 290 us at 1000; twice that with a uffd).
+ * from /proc/PID/maps through the reader the library shares (ipc/maps.h): the PROCMAP_QUERY
+ * ioctl (Linux 6.11+) when the kernel has it, else the text, read and parsed. Measured here
+ * (64 KiB window, another process): PROCMAP_QUERY ~0.9 us a job, ~2.2 with a uffd, ~1.4 /
+ * 2.8 with 1000 VMAs; text ~0.28 us per maps line below the window (14 us at 30 VMAs, 290
+ * us at 1000; twice that with a uffd).
  *  - need [need_va, need_va + need_len): every byte in VMAs with the access's permission
  *    (READ: 'r'; WRITE/ATOMIC: 'r' and 'w'), as hmm_range_fault demands; else the job fails
  *    with -EFAULT (a hole, or [vvar]-like special mapping) or -EACCES (a VMA without the
@@ -175,18 +176,9 @@ void emu_fault_set_text_maps(struct emu_fault *f, bool text);
 void emu_fault_resolve(struct emu_inject *inj, bool text_maps, struct emu_fault_job *job,
 	struct emu_fault_stats *stats);
 
-/* One VMA as /proc/PID/maps shows it. */
-#define EMU_VMA_R	1u
-#define EMU_VMA_W	2u
-#define EMU_VMA_X	4u
-#define EMU_VMA_SHARED	8u
-struct emu_vma {
-	uint64_t start, end;
-	unsigned prot;		/* EMU_VMA_* */
-	bool special;		/* [vvar], [vvar_vclock], [vsyscall]: no pages to copy */
-};
-/* Parse one line (without its newline, possibly cut short after the inode field):
- * "start-end perms offset dev inode [path]". 0 or -EINVAL. */
-int emu_maps_parse_line(const char *line, size_t len, struct emu_vma *out);
+/* Whether a VMA of this name (as /proc/PID/maps shows it: ipc/maps.h) has no pages behind
+ * it to copy: [vvar], [vvar_vclock], [vsyscall]. A need that meets one fails with -EFAULT,
+ * and the answers leave them out. */
+bool emu_fault_special_vma(const char *name, size_t len);
 
 #endif

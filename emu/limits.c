@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* limits — see limits.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "limits.h"
 #include "log.h"
+#include "maps.h"
 #include "nic.h"
 #include "session.h"
 
@@ -65,12 +68,32 @@ int emu_reply_nic(struct emu_req *r, const char *op, int err, enum emu_limit l,
 	return emu_reply_err(r, err, "%s: %s", op, why ? why : strerror(-err));
 }
 
+/* How many VMAs the daemon has: 0 if unknown. Only on a failure, so the cost does not
+ * matter; the text (ipc/maps.c) rather than PROCMAP_QUERY, being the cheaper for every
+ * VMA. The reader's state (12 KiB) is on the stack, not from malloc: this runs on the
+ * loop thread (the main thread's stack) when memory may be short. */
+static long count_vmas(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	struct ipc_maps m;
+	struct ipc_vma v;
+	long n = 0;
+	int rc;
+
+	if (fd < 0)
+		return 0;
+	m.text = true;
+	ipc_maps_begin(&m, fd, 0, UINT64_MAX);
+	while ((rc = ipc_maps_next(&m, &v)) > 0)
+		n++;
+	close(fd);
+	return rc < 0 ? 0 : n;
+}
+
 /* How many mappings the daemon has, and the most it may have; 0 if unknown. */
 static long count_maps(long *max)
 {
 	FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
-	long n = 0;
-	int c;
 
 	*max = 0;
 	if (f) {
@@ -78,12 +101,7 @@ static long count_maps(long *max)
 			*max = 0;
 		fclose(f);
 	}
-	if (!(f = fopen("/proc/self/maps", "r")))
-		return 0;
-	while ((c = getc(f)) != EOF)	/* only on a failure: the cost does not matter */
-		n += c == '\n';
-	fclose(f);
-	return n;
+	return count_vmas();
 }
 
 int emu_reply_host_err(struct emu_req *r, const char *op, const char *what, int err)

@@ -45,6 +45,12 @@ void emu_loop_fini(struct emu_loop *l)
 	io_uring_queue_exit(&l->ring);
 }
 
+void emu_loop_set_step(struct emu_loop *l, emu_loop_step_fn fn, void *arg)
+{
+	l->step = fn;
+	l->step_arg = arg;
+}
+
 struct io_uring_sqe *emu_loop_sqe(struct emu_loop *l)
 {
 	struct io_uring_sqe *sqe;
@@ -144,20 +150,36 @@ int emu_loop_cancel_sync(struct emu_loop *l, struct emu_io *io)
 	return rc < 0 && rc != -ENOENT ? rc : 0;
 }
 
-static unsigned dispatch(struct emu_loop *l)
+/* One look: the n completions at the head of the CQ. The head moves past them only at the
+ * end, so an emu_loop_cancel from a callback still finds (forget) the ones not yet
+ * dispatched; those posted meanwhile wait for the next look. */
+static void dispatch_look(struct emu_loop *l, unsigned n)
 {
 	struct io_uring_cqe *cqe;
-	unsigned head, n = 0;
+	unsigned head, i = 0;
 
 	io_uring_for_each_cqe(&l->ring, head, cqe) {
 		struct emu_io *io = io_uring_cqe_get_data(cqe);
 
+		if (i++ == n)
+			break;
 		if (io && io->fn)	/* user_data 0: a request nobody waits for */
 			io->fn(io, cqe);
-		n++;
 	}
 	io_uring_cq_advance(&l->ring, n);
-	return n;
+}
+
+static unsigned dispatch(struct emu_loop *l)
+{
+	unsigned n, total = 0;
+
+	while ((n = io_uring_cq_ready(&l->ring))) {
+		if (l->step)	/* after the look's completions were posted (STEP, loop.h) */
+			l->step(l->step_arg);
+		dispatch_look(l, n);
+		total += n;
+	}
+	return total;
 }
 
 int emu_loop_run_once(struct emu_loop *l, uint64_t deadline_ns)

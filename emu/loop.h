@@ -7,8 +7,16 @@
  * struct's address; the loop calls io->fn(io, cqe) for each completion. Multishot requests
  * keep one emu_io armed for many completions: fn re-arms when IORING_CQE_F_MORE is clear.
  *
- * Between waits the loop runs its "idle work" callback (drain shared-memory rings, tick the
- * NIC) and sleeps until the earliest deadline it was given (or forever: UINT64_MAX).
+ * The owner drives it: emu_loop_run_once waits until a completion or the earliest deadline
+ * the owner gives (or forever: UINT64_MAX), then dispatches; between calls the owner does
+ * its own round of work (the daemon: drain shared-memory rings, tick the NIC, flush).
+ *
+ * STEP. What must come before the events themselves is the owner's step
+ * (emu_loop_set_step). Completions are dispatched look by look: a look is those in the CQ
+ * when it begins (after a wait; then those posted while the previous look was being
+ * dispatched), and the step runs before each. So no completion is dispatched before a step
+ * that began after it was posted: whatever the step takes in (the daemon: the clients'
+ * rings) that was there before an event happened is in before the event is handled.
  */
 #ifndef ODPEMU_EMU_LOOP_H
 #define ODPEMU_EMU_LOOP_H
@@ -24,15 +32,21 @@ struct emu_io {
 	emu_io_fn fn;
 };
 
+typedef void (*emu_loop_step_fn)(void *arg);
+
 struct emu_loop {
 	struct io_uring ring;
 	bool stop;
 	unsigned entries;
+	emu_loop_step_fn step;		/* NULL: none */
+	void *step_arg;
 };
 
-/* Set up a ring of `entries` SQEs (CQ twice that). 0 or -errno. */
+/* Set up a ring of `entries` SQEs (CQ twice that), with no step. 0 or -errno. */
 int emu_loop_init(struct emu_loop *l, unsigned entries);
 void emu_loop_fini(struct emu_loop *l);
+/* Run fn(arg) before each look at the completions (STEP above); NULL: nothing. */
+void emu_loop_set_step(struct emu_loop *l, emu_loop_step_fn fn, void *arg);
 /* An SQE to fill, submitting queued ones first when the SQ is full; never NULL. */
 struct io_uring_sqe *emu_loop_sqe(struct emu_loop *l);
 /* The same, with user_data already set to io. */
@@ -52,7 +66,8 @@ int emu_loop_cancel(struct emu_loop *l, struct emu_io *io);
 int emu_loop_cancel_sync(struct emu_loop *l, struct emu_io *io);
 /* Submit what is queued, wait until a completion arrives or `deadline_ns`
  * (CLOCK_MONOTONIC; UINT64_MAX: no deadline; <= now: do not sleep), then dispatch every
- * completion. Returns the number dispatched or -errno (never -EINTR/-ETIME). */
+ * completion, look by look, the step before each, until the CQ is empty. Returns the
+ * number dispatched or -errno (never -EINTR/-ETIME). */
 int emu_loop_run_once(struct emu_loop *l, uint64_t deadline_ns);
 /* CLOCK_MONOTONIC in nanoseconds: the clock of the daemon and of its struct nic. */
 uint64_t emu_now_ns(void);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/limits.h>	/* PATH_MAX: <limits.h> is emu/limits.h here */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "daemon.h"
 #include "iopt.h"
 #include "log.h"
+#include "maps.h"
 
 struct job {
 	struct job *next;		/* todo or done */
@@ -38,86 +40,62 @@ struct emu_persist {
 	int efd;
 	struct emu_io io;
 	struct emu_persist_stats st;	/* loop thread */
+	/* The thread's maps reader: its state (12 KiB, and whether the kernel has
+	 * PROCMAP_QUERY) kept from job to job. */
+	struct ipc_maps maps;
 };
 
 /* ---- the thread: find the files behind a range, fdatasync them ---- */
 
-/* One line of /proc/PID/maps: its range, whether it is a shared mapping of a file, and
- * the file's path (the text after the inode; "" for anonymous memory). */
-struct maps_line {
-	uint64_t start, end;
-	bool shared_file;
-	char path[4096];
-};
-
-static bool parse_maps_line(const char *line, struct maps_line *m)
-{
-	char perms[8] = "";
-	unsigned long long start, end, inode;
-	int path_at = 0;
-
-	if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu %n", &start, &end, perms, &inode,
-		   &path_at) < 4)
-		return false;
-	m->start = start;
-	m->end = end;
-	m->shared_file = inode && perms[3] == 's';
-	snprintf(m->path, sizeof(m->path), "%s", path_at ? line + path_at : "");
-	m->path[strcspn(m->path, "\n")] = 0;
-	return true;
-}
-
 /* The file behind a shared mapping: through map_files (any path, even a deleted file;
- * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by its path. */
-static int open_backing(pid_t pid, const struct maps_line *m)
+ * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by its path (the VMA's name: a
+ * name too long for a path could not be opened anyway). */
+static int open_backing(pid_t pid, const struct ipc_vma *v)
 {
-	char path[96];
+	char path[PATH_MAX];
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 m->start, m->end);
+		 v->start, v->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && m->path[0] == '/')
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && v->name_len && v->name[0] == '/' && v->name_len < sizeof(path)) {
+		memcpy(path, v->name, v->name_len);
+		path[v->name_len] = '\0';
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
 	return fd < 0 ? -errno : fd;
 }
 
 /* fdatasync every file mapped shared in [addr, addr+len) of pid: 0 or -errno. Unmapped
- * holes and anonymous or private memory have nothing durable behind them. */
-static int sync_range(pid_t pid, uint64_t addr, uint64_t len, bool *synced)
+ * holes and anonymous or private memory have nothing durable behind them. The VMAs come
+ * from ipc/maps.c (PROCMAP_QUERY: the range's VMAs alone; the text before Linux 6.11);
+ * a walk that fails fails the FLUSH, which cannot be durable with a file left unsynced. */
+static int sync_range(struct ipc_maps *m, pid_t pid, uint64_t addr, uint64_t len,
+		      bool *synced)
 {
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
-	struct maps_line *m = malloc(sizeof(*m));
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int rc = 0;
-	FILE *f;
+	struct ipc_vma v;
+	char path[64];
+	int maps, fd, rc;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if (!m || !(f = fopen(path, "re"))) {
-		free(m);
-		return m ? -errno : -ENOMEM;
-	}
-	while (!rc && getline(&line, &cap, f) > 0) {
-		int fd;
-
-		if (!parse_maps_line(line, m) || m->end <= addr)
-			continue;
-		if (m->start >= end)
-			break;
-		if (!m->shared_file)
-			continue;
-		if ((fd = open_backing(pid, m)) < 0) {
+	if ((maps = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	ipc_maps_begin(m, maps, addr, end);
+	while ((rc = ipc_maps_next(m, &v)) > 0) {
+		if (!(v.prot & IPC_VMA_SHARED) || !v.inode)
+			continue;	/* private, or no file behind it */
+		if ((fd = open_backing(pid, &v)) < 0) {
 			rc = fd;
 			break;
 		}
 		rc = fdatasync(fd) ? -errno : 0;
 		*synced = true;
 		close(fd);
+		if (rc)
+			break;
 	}
-	free(line);
-	fclose(f);
-	free(m);
+	close(maps);
 	return rc;
 }
 
@@ -139,7 +117,7 @@ static void *persist_main(void *arg)
 		if (!p->todo)
 			p->todo_tail = &p->todo;
 		pthread_mutex_unlock(&p->lock);
-		j->status = sync_range(j->pid, j->addr, j->len, &j->synced);
+		j->status = sync_range(&p->maps, j->pid, j->addr, j->len, &j->synced);
 		pthread_mutex_lock(&p->lock);
 		j->next = p->done;
 		p->done = j;

@@ -2,11 +2,14 @@
 /*
  * ports — nic/'s four ports bound to the real world:
  *  - wire: the UDP socket (udp.c), through the wire injector when one of its knobs is on
- *    (wire.h, both directions), flushed once per loop round; nic/ builds each packet
- *    in the socket's next batch slot (tx_slot), gathering payload straight into it, so a
- *    payload byte is copied twice on the way out (client memory -> slot by
- *    process_vm_readv or memcpy, slot -> kernel by sendmmsg) and twice on the way in
- *    (kernel -> provided buffer, buffer -> client memory);
+ *    (wire.h, both directions), flushed once per loop round. Out: the socket lends nic/
+ *    its next batch slot (tx_slot), nic/ gathers the payload straight into it and seals
+ *    it back (send_slot), so a payload byte is copied twice on the way out (client memory
+ *    -> slot by process_vm_readv or memcpy, slot -> kernel by sendmmsg); while the
+ *    injector is on for TX, which keeps a copy of each packet anyway, no slot is lent and
+ *    nic/'s packets come by send. In: each datagram the socket delivers goes to nic/ (or
+ *    the injector) and nowhere else, copied twice (kernel -> provided buffer, buffer ->
+ *    client memory); what must reach nic/ before it is the loop's step (daemon.c);
  *  - host memory: process_vm_readv/writev into the client for ODP MRs (the kernel walks the
  *    client's current page tables, so an unmapped page is -EFAULT and a remapped one is the
  *    new page, as ODP promises); for pinned MRs, whose pages the daemon maps (host
@@ -51,6 +54,39 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 		emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
 }
 
+_Static_assert(EMU_UDP_MAX_DATAGRAM >= NIC_PORT_TX_SLOT, "a transmit slot holds any packet");
+_Static_assert(EMU_WIRE_PKT_MAX >= EMU_UDP_MAX_DATAGRAM, "the wire injector copies any packet");
+
+/* The socket's next batch slot; none while the injector takes TX packets (it copies them:
+ * a packet built in a slot would be copied out of it and the slot left unused). Control
+ * requests turn knobs between packets, never while nic/ builds one. */
+static uint8_t *port_tx_slot(void *ctx)
+{
+	struct emu_daemon *d = ctx;
+
+	return emu_wire_active(&d->wire, EMU_WIRE_TX) ? NULL : emu_udp_tx_slot(d->udp);
+}
+
+static void port_send_slot(void *ctx, const struct nic_gid *dst, size_t len)
+{
+	struct emu_daemon *d = ctx;
+
+	emu_udp_send_slot(d->udp, dst, d->opt.port, len);
+}
+
+void emu_ports_wire_in(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		       uint16_t sport)
+{
+	struct emu_daemon *d = arg;
+
+	if (emu_wire_active(&d->wire, EMU_WIRE_RX))
+		emu_wire_pass(&d->wire, EMU_WIRE_RX, src, sport, pkt, len, emu_now_ns());
+	else
+		emu_ports_wire_out(d, EMU_WIRE_RX, src, sport, pkt, len);
+}
+
+/* The one way into nic/ for a received packet (and out to the socket for a sent one that
+ * went through the injector). */
 void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
 			uint16_t sport, const uint8_t *pkt, size_t len)
 {
@@ -60,16 +96,6 @@ void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *
 		emu_udp_send(d->udp, peer, d->opt.port, pkt, len);
 	else
 		nic_rx_from(d->nic, pkt, len, peer, sport, emu_now_ns());
-}
-
-_Static_assert(EMU_UDP_MAX_DATAGRAM >= NIC_PORT_TX_SLOT, "a transmit slot holds any packet");
-_Static_assert(EMU_WIRE_PKT_MAX >= EMU_UDP_MAX_DATAGRAM, "the wire injector copies any packet");
-
-static uint8_t *port_tx_slot(void *ctx)
-{
-	struct emu_daemon *d = ctx;
-
-	return emu_udp_tx_slot(d->udp);
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -239,6 +265,6 @@ void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 	*p = (struct nic_ports){ .ctx = d, .send = port_send, .mem_read = port_read,
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
 		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot,
-		.gsi_rx = port_gsi_rx, .persist = port_persist,
+		.send_slot = port_send_slot, .gsi_rx = port_gsi_rx, .persist = port_persist,
 		.persist_cancel = port_persist_cancel };
 }

@@ -27,8 +27,14 @@ struct nic_ports;
 
 /* Fill p with the daemon's ports (ctx = d), for nic_create. */
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);
-/* The wire injector's way out (emu_wire_out_fn, arg = d): a packet it let through to the
- * socket (TX) or to nic/ (RX). */
+/* The wire, inbound: one datagram the socket received (arg = d), to nic/, or to the wire
+ * injector when one of its RX knobs is on; nothing else happens here (what nic/ must have
+ * before a packet is the loop's step, daemon.c). */
+void emu_ports_wire_in(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		       uint16_t sport);
+/* The wire injector's way out (emu_wire_out_fn, arg = d), and emu_ports_wire_in's when the
+ * injector is off: a packet to the socket (TX) or to nic/ (RX; the one call of
+ * nic_rx_from). */
 void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
 			uint16_t sport, const uint8_t *pkt, size_t len);
 

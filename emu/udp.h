@@ -16,12 +16,14 @@
  * emu_loop_run_once. Datagrams larger than EMU_UDP_MAX_DATAGRAM are dropped and counted
  * (rx_truncated).
  *
- * SEND. emu_udp_send copies the datagram into a batch; emu_udp_flush (or a full batch) sends
- * it with one sendmmsg, where runs of datagrams to one peer of one length go as one
- * UDP_SEGMENT (GSO) send each (udp_tx.c; IPv4 segments re-sealed for the Identification the
- * cut gives them). A send never blocks: what the socket cannot take now is dropped and
- * counted, as a NIC drops on a full queue (the transport retransmits). Where the kernel or
- * the device refuses GSO, it is turned off (logged once) and the run goes one by one.
+ * SEND. emu_udp_send copies the datagram into a batch, or the caller builds it in the
+ * batch's next slot (emu_udp_tx_slot lends it, emu_udp_send_slot queues it there: no copy);
+ * emu_udp_flush (or a full batch) sends the batch with one sendmmsg, where runs of
+ * datagrams to one peer of one length go as one UDP_SEGMENT (GSO) send each (udp_tx.c;
+ * IPv4 segments re-sealed for the Identification the cut gives them). A send never
+ * blocks: what the socket cannot take now is dropped and counted, as a NIC drops on a full
+ * queue (the transport retransmits). Where the kernel or the device refuses GSO, it is
+ * turned off (logged once) and the run goes one by one.
  *
  * THREADING. Everything runs on the loop's thread.
  */
@@ -39,7 +41,7 @@
 /* The largest datagram received whole: a 4096-byte payload plus BTH, RETH/DETH/AtomicETH,
  * ImmDt, pad and ICRC is under 4200; the rest is headroom. */
 #define EMU_UDP_MAX_DATAGRAM 4544u
-/* Datagrams queued by emu_udp_send before it flushes by itself. */
+/* Datagrams queued (emu_udp_send, emu_udp_send_slot) before the batch flushes by itself. */
 #define EMU_UDP_TX_BATCH 64
 
 typedef void (*emu_udp_deliver_fn)(void *arg, const uint8_t *pkt, size_t len,
@@ -105,17 +107,27 @@ bool emu_udp_gro(const struct emu_udp *u);
 const char *emu_udp_name(const struct emu_udp *u);
 
 /*
- * emu_udp_send — queue one datagram (pkt is copied, unless it was built in the slot
- * emu_udp_tx_slot gave) to dst:dport (0: EMU_UDP_PORT). It
- * leaves at the next emu_udp_flush, or now when the batch is full. dst must be of the
- * socket's family (IPv4-mapped for an IPv4 socket); otherwise it is dropped and counted in
- * tx_errors. A datagram longer than EMU_UDP_MAX_DATAGRAM is sent on its own, in order.
+ * emu_udp_send — queue a copy of one datagram to dst:dport (0: EMU_UDP_PORT). It leaves at
+ * the next emu_udp_flush, or now when the batch is full. dst must be of the socket's family
+ * (IPv4-mapped for an IPv4 socket); otherwise it is dropped and counted in tx_errors. A
+ * datagram longer than EMU_UDP_MAX_DATAGRAM is sent on its own, in order. pkt must not be
+ * the lent slot (the copy lands there): a slot goes by emu_udp_send_slot.
  */
 void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
 		  const uint8_t *pkt, size_t len);
-/* Where the next datagram may be built in place: EMU_UDP_MAX_DATAGRAM bytes, the caller's
- * until its next emu_udp_send or emu_udp_flush. */
+
+/*
+ * The transmit slot: zero-copy sending for a caller that builds its datagram in place.
+ * emu_udp_tx_slot LENDS the batch's next slot (EMU_UDP_MAX_DATAGRAM bytes; asked again while
+ * lent, the same one); emu_udp_send_slot SEALS it: its first len bytes are the datagram, to
+ * dst:dport, queued as emu_udp_send would queue a copy, and the slot is the socket's again.
+ * A lent slot the caller gives up on needs nothing: it is built over, or taken back by the
+ * next emu_udp_send or emu_udp_flush, after which it must be lent again before a send_slot.
+ * A send_slot of a slot not lent is a bug: dropped, counted in tx_errors, logged.
+ */
 uint8_t *emu_udp_tx_slot(struct emu_udp *u);
+void emu_udp_send_slot(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
+		       size_t len);
 
 /* Send the batch with one sendmmsg (more only after a failure), never blocking. Failures
  * are counted per datagram (tx_errors; EMSGSIZE also in tx_err_emsgsize, a full socket

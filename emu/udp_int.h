@@ -65,6 +65,10 @@ struct emu_udp {
 
 	/* send batch: datagram i is tx_iov[i] to tx_names[i] (name length tx_namelen[i]) */
 	unsigned tx_n;
+	/* The transmit slot, tx_iov[tx_n].iov_base: FREE, or LENT to a builder by
+	 * emu_udp_tx_slot until emu_udp_send_slot queues it in place. emu_udp_send and
+	 * emu_udp_flush take a lent slot back (a copy lands in it; a flush moves it). */
+	enum { TX_SLOT_FREE, TX_SLOT_LENT } tx_slot;
 	struct iovec tx_iov[EMU_UDP_TX_BATCH];
 	union sa tx_names[EMU_UDP_TX_BATCH];
 	socklen_t tx_namelen[EMU_UDP_TX_BATCH];

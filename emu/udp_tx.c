@@ -9,10 +9,13 @@
  * Identification: segment k leaves with k (icrc.h), so segment k is re-sealed for k here,
  * and sealed back for 0 if the run has to go datagram by datagram after all.
  *
- * Copies per byte on this side: nic/ builds the packet in the batch slot emu_udp_tx_slot
- * lends it (the payload read from the client's memory straight into it), and the kernel
- * copies it into an skb: 2. A packet built anywhere else (emu_udp_send sees a pointer that
- * is not the slot's) is copied into the batch first.
+ * THE SLOT. The batch's next free entry, tx_iov[tx_n], is lent whole to a builder
+ * (emu_udp_tx_slot: FREE -> LENT) and sealed back with the datagram in it
+ * (emu_udp_send_slot: LENT -> queued; the next entry is the new slot, FREE). Copies per
+ * payload byte on this side for nic/'s packets, built in the slot with the payload read
+ * from the client's memory straight into it: one, by the kernel into an skb (so two on the
+ * way out, with the gather). emu_udp_send's datagrams, built elsewhere (the wire injector's
+ * copies, tests), are copied into the slot first; that takes a lent slot back (FREE).
  */
 #include <errno.h>
 #include <netinet/udp.h>
@@ -156,6 +159,7 @@ void emu_udp_flush(struct emu_udp *u)
 {
 	unsigned g = 0;
 
+	u->tx_slot = TX_SLOT_FREE;	/* a lent slot moves to entry 0: lend it again */
 	build_sends(u);
 	while (g < u->tx_ng) {
 		int rc = sendmmsg(u->fd, u->tx_gm + g, u->tx_ng - g, MSG_DONTWAIT);
@@ -198,35 +202,58 @@ static void tx_single(struct emu_udp *u, const union sa *to, socklen_t tolen,
 		tx_sent(u, len);
 }
 
+/* Queue entry tx_n, whose bytes are in place, to dst:dport (dropped and counted if dst is
+ * of the other family). */
+static void queue_slot(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport, size_t len)
+{
+	unsigned n = u->tx_n;
+
+	if (!emu_udp_sockaddr(u, dst, dport ? dport : EMU_UDP_PORT, &u->tx_names[n],
+			      &u->tx_namelen[n])) {
+		tx_fail(u, EAFNOSUPPORT);
+		return;
+	}
+	u->tx_iov[n].iov_len = len;
+	if (++u->tx_n == EMU_UDP_TX_BATCH)
+		emu_udp_flush(u);
+}
+
 void emu_udp_send(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
 		  const uint8_t *pkt, size_t len)
 {
 	union sa to;
 	socklen_t tolen;
-	unsigned n = u->tx_n;
 
-	if (!emu_udp_sockaddr(u, dst, dport ? dport : EMU_UDP_PORT, &to, &tolen)) {
+	u->tx_slot = TX_SLOT_FREE;	/* the copy lands in it */
+	if (len <= EMU_UDP_MAX_DATAGRAM) {
+		memcpy(u->tx_iov[u->tx_n].iov_base, pkt, len);
+		queue_slot(u, dst, dport, len);
+	} else if (!emu_udp_sockaddr(u, dst, dport ? dport : EMU_UDP_PORT, &to, &tolen)) {
 		tx_fail(u, EAFNOSUPPORT);
-		return;
-	}
-	if (len > EMU_UDP_MAX_DATAGRAM) {
+	} else {
 		tx_single(u, &to, tolen, pkt, len);
-		return;
 	}
-	if (pkt != u->tx_iov[n].iov_base)	/* built in place (emu_udp_tx_slot): no copy */
-		memcpy(u->tx_iov[n].iov_base, pkt, len);
-	u->tx_iov[n].iov_len = len;
-	u->tx_names[n] = to;
-	u->tx_namelen[n] = tolen;
-	if (++u->tx_n == EMU_UDP_TX_BATCH)
-		emu_udp_flush(u);
 }
 
 uint8_t *emu_udp_tx_slot(struct emu_udp *u)
 {
-	/* A send fills slot tx_n and flushes when the batch is full, so tx_n < the batch
-	 * here: the slot is free until the next send. */
+	/* Every queueing flushes a full batch, so tx_n < the batch here: entry tx_n is free. */
+	u->tx_slot = TX_SLOT_LENT;
 	return u->tx_iov[u->tx_n].iov_base;
+}
+
+void emu_udp_send_slot(struct emu_udp *u, const struct nic_gid *dst, uint16_t dport,
+		       size_t len)
+{
+	if (u->tx_slot != TX_SLOT_LENT || len > EMU_UDP_MAX_DATAGRAM) {
+		emu_log(EMU_LOG_ERR, "%s: a datagram of %zu bytes sealed in a slot that was %s: "
+			"dropped (a bug of the caller)", u->name, len,
+			u->tx_slot != TX_SLOT_LENT ? "not lent" : "too small");
+		tx_fail(u, EINVAL);
+		return;
+	}
+	u->tx_slot = TX_SLOT_FREE;
+	queue_slot(u, dst, dport, len);
 }
 
 int emu_udp_tx_init(struct emu_udp *u)

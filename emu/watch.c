@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 #include "daemon.h"
 #include "lease.h"
 #include "log.h"
+#include "maps.h"
 
 #define PAGE 4096ull
 #define MAX_WATCHES (1u << 15)	/* per session (of its 65,535 objects): bounded memory */
@@ -120,76 +120,54 @@ static uint64_t page_up(uint64_t a)
 	return a > UINT64_MAX - (PAGE - 1) ? UINT64_MAX : (a + PAGE - 1) & ~(PAGE - 1);
 }
 
-/* A task's VMAs, one line of /proc/TID/maps at a time, in address order. The text rather
- * than PROCMAP_QUERY (emu/fault.c has both): only brk and shmdt need it, brk stops at
- * [heap] (the first page of text or so, which is all the kernel then formats), and every
- * kernel has it, so there is one path to keep correct, not two. */
-struct vma {
-	uint64_t start, end, off, ino;
-	unsigned major, minor;
-	const char *name;	/* "" when anonymous */
-};
-
-struct maps {
-	FILE *f;
-	char line[4352];	/* a path of PATH_MAX, " (deleted)" and the fields */
-};
-
-static bool maps_open(struct maps *m, pid_t tid)
+/* A task's VMAs come from ipc/maps.c, the reader the fault path and the library share
+ * (PROCMAP_QUERY, or the text on kernels before 6.11, to which a walk turns by itself).
+ * Its state (12 KiB) is on the stack: only a held brk or shmdt reads it, on the loop
+ * thread, which is the daemon's main thread. Each walk starts on PROCMAP_QUERY: on an
+ * older kernel one refused ioctl per held call, not worth state kept between calls. */
+static int maps_open(pid_t tid)
 {
 	char path[64];
 
+	if (tid <= 0)
+		return -1;	/* not in our PID namespace: nothing to read */
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)tid);
-	return tid > 0 && (m->f = fopen(path, "re")) != NULL;
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-static bool maps_next(struct maps *m, struct vma *v)
+/* The name as the kernel shows it ("[heap]", a path...) is not NUL-terminated. */
+static bool name_is(const struct ipc_vma *v, const char *name)
 {
-	while (fgets(m->line, sizeof(m->line), m->f)) {
-		size_t n = strlen(m->line);
-		int at = 0;
-
-		if (n && m->line[n - 1] == '\n') {
-			m->line[n - 1] = '\0';
-		} else {	/* longer than any path: drop the rest, keep what we have */
-			int c;
-
-			while ((c = fgetc(m->f)) != EOF && c != '\n')
-				;
-		}
-		if (sscanf(m->line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64 " %n",
-			   &v->start, &v->end, &v->off, &v->major, &v->minor, &v->ino, &at) == 6 &&
-		    at > 0) {
-			v->name = m->line + at;
-			return true;
-		}
-	}
-	return false;
+	return v->name_len == strlen(name) && !memcmp(v->name, name, v->name_len);
 }
 
-static void maps_close(struct maps *m)
+static bool name_starts(const struct ipc_vma *v, const char *prefix)
 {
-	fclose(m->f);
+	return v->name_len >= strlen(prefix) && !memcmp(v->name, prefix, strlen(prefix));
 }
 
 /* brk(want): a shrink frees [PAGE_ALIGN(want), PAGE_ALIGN(old break)) (mm/mmap.c); brk(0)
  * (which the filter lets run anyway) and a growth change no mapping. There is no file that
  * gives a process's break; the heap VMA ends at the page-aligned break, and /proc/PID/maps
  * labels [heap] each VMA between the heap's start and the break, so the old break is the
- * end of the last [heap] line. Conservative where that VMA reaches further (an anonymous
+ * end of the last [heap] VMA. Conservative where that VMA reaches further (an anonymous
  * mapping merged with the heap, or one starting right at the break): the range then
  * covers it too, a Z word set for nothing, never one missed. A break below the heap's
- * first VMA is refused by the kernel: nothing. */
+ * first VMA is refused by the kernel: nothing. The walk stops past the heap, a few VMAs
+ * from the bottom (the executable's). */
 static unsigned brk_change(pid_t tid, uint64_t want, struct range *out)
 {
 	uint64_t start = 0, end = 0;
-	struct maps m;
-	struct vma v;
+	struct ipc_maps m;
+	struct ipc_vma v;
+	int fd;
 
-	if (!want || !maps_open(&m, tid))
+	if (!want || (fd = maps_open(tid)) < 0)
 		return 0;
-	while (maps_next(&m, &v)) {
-		if (strcmp(v.name, "[heap]")) {
+	m.text = false;
+	ipc_maps_begin(&m, fd, 0, UINT64_MAX);
+	while (ipc_maps_next(&m, &v) > 0) {
+		if (!name_is(&v, "[heap]")) {
 			if (end)
 				break;	/* past the heap */
 			continue;
@@ -198,7 +176,7 @@ static unsigned brk_change(pid_t tid, uint64_t want, struct range *out)
 			start = v.start;
 		end = v.end;
 	}
-	maps_close(&m);
+	close(fd);
 	if (want < start || page_up(want) >= end)
 		return 0;
 	*out = (struct range){ page_up(want), end };
@@ -209,29 +187,34 @@ static unsigned brk_change(pid_t tid, uint64_t want, struct range *out)
  * above addr whose file offset is its distance from addr, and every later VMA of that same
  * segment (device and inode) at its distance too: the pieces mprotect or munmap made of one
  * attachment. One range, from the first piece to the end of the last: a hole between two
- * pieces, mapped since by something else, is reported with them (conservative). */
+ * pieces, mapped since by something else, is reported with them (conservative). The walk
+ * starts at addr: nothing below can be detached. */
 static unsigned shmdt_change(pid_t tid, uint64_t addr, struct range *out)
 {
-	unsigned found = 0, major = 0, minor = 0;
+	unsigned found = 0;
+	uint32_t major = 0, minor = 0;
 	uint64_t ino = 0;
-	struct maps m;
-	struct vma v;
+	struct ipc_maps m;
+	struct ipc_vma v;
+	int fd;
 
-	if ((addr & (PAGE - 1)) || !maps_open(&m, tid))
+	if ((addr & (PAGE - 1)) || (fd = maps_open(tid)) < 0)
 		return 0;	/* unaligned: EINVAL */
-	while (maps_next(&m, &v)) {
-		if (v.start < addr || v.start - addr != v.off || strncmp(v.name, "/SYSV", 5))
+	m.text = false;
+	ipc_maps_begin(&m, fd, addr, UINT64_MAX);
+	while (ipc_maps_next(&m, &v) > 0) {
+		if (v.start < addr || v.start - addr != v.offset || !name_starts(&v, "/SYSV"))
 			continue;
 		if (!found) {
 			found = 1;
-			major = v.major, minor = v.minor, ino = v.ino;
+			major = v.dev_major, minor = v.dev_minor, ino = v.inode;
 			out->start = v.start;
-		} else if (v.ino != ino || v.major != major || v.minor != minor) {
+		} else if (v.inode != ino || v.dev_major != major || v.dev_minor != minor) {
 			continue;
 		}
 		out->end = v.end;
 	}
-	maps_close(&m);
+	close(fd);
 	return found;
 }
 

@@ -44,12 +44,10 @@
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
 
-/* The device node every odpemu device names as its ibv_device.dev_name: UCX lists a verbs
- * device only if /dev/infiniband/<dev_name> is a character device it may open read-write
- * (uct_ib_device_is_accessible). odpemud makes it an alias of /dev/null when it can
- * (emu/devnode.c); nothing ever opens it. */
-#define IPC_DEVNODE_DIR		"/dev/infiniband"
-#define IPC_DEVNODE_NAME	"odpemu"
+/* The device node every odpemu device names (odpemu/verbs_types.h, public: compat/ takes
+ * it from there). */
+#define IPC_DEVNODE_DIR		ODPEMU_DEVNODE_DIR
+#define IPC_DEVNODE_NAME	ODPEMU_DEVNODE_NAME
 #define IPC_MAX_ADVISE_SGE	16
 #define IPC_MAX_MR_SEGS		IPC_MAX_FDS
 #define IPC_ERR_LEN		160

@@ -2,9 +2,10 @@
 /*
  * The PROCMAP_QUERY ioctl of /proc/PID/maps (include/uapi/linux/fs.h, Linux 6.11): one
  * VMA per call, by address, without reading the whole text file. Our own copy, used by
- * the daemon's fault thread (emu/fault.c) and the library's registration (lib/maps.c),
+ * the maps reader (maps.c, for the daemon's fault handler and the library's registration),
  * since the build machines' headers (Debian 12: 6.1) lack it. The ABI is fixed; `size`
- * versions it. On an older kernel the ioctl fails with ENOTTY and both fall back to text.
+ * versions it. On an older kernel the ioctl fails with ENOTTY and the reader falls back
+ * to the text.
  */
 #ifndef ODPEMU_IPC_PROCMAP_H
 #define ODPEMU_IPC_PROCMAP_H

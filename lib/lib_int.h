@@ -247,10 +247,11 @@ struct lib_vma {
 	ino_t ino;
 	char path[256];			/* truncated beyond: opening by name checks the inode */
 };
-/* Every VMA of the process in address order. 0 or -errno; *vmas to free(). */
+/* Every VMA of the process in address order (the text of /proc/self/maps). 0 or -errno;
+ * *vmas to free(). */
 int lib_maps_read(struct lib_vma **vmas, size_t *n);
-/* The VMAs meeting [lo, hi) in address order (PROCMAP_QUERY: a lookup each), or every VMA
- * where the kernel cannot say (Linux before 6.11). 0 or -errno; *vmas to free(). */
+/* The VMAs meeting [lo, hi) in address order: PROCMAP_QUERY, a lookup each (Linux 6.11+),
+ * else the text read up to hi (ipc/maps.h). 0 or -errno; *vmas to free(). */
 int lib_maps_range(uintptr_t lo, uintptr_t hi, struct lib_vma **vmas, size_t *n);
 
 #define LIB_PIN_NAME "odpemu-pin"

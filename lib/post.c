@@ -3,29 +3,19 @@
  * reads it (struct ipc_swqe / ipc_rwqe). A chain is published with one release store of
  * the producer index and at most one doorbell. The daemon re-checks everything, but a
  * WR it refuses can only fail as a completion: the checks here are the ones ibv_post_send
- * reports synchronously, the same as nic/post.c applies, so both sides agree. */
+ * reports synchronously, odpemu/wr_shape.h's, which nic/post.c applies too. */
 #include <arpa/inet.h>
 #include <assert.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "lib_int.h"
+#include "odpemu/wr_shape.h"
 
 /* The application's SGE array is copied into the ring as is. */
 static_assert(sizeof(struct odpemu_sge) == sizeof(struct ipc_sge), "sge layout");
 static_assert(offsetof(struct odpemu_sge, length) == offsetof(struct ipc_sge, length), "sge");
 static_assert(offsetof(struct odpemu_sge, lkey) == offsetof(struct ipc_sge, lkey), "sge");
-
-#define MAX_MSG		(1u << 31)	/* IBA 9.4.3 (proto's ROCE_RETH_MAX_LEN) */
-#define FLUSH_TYPE_MASK	0x3u		/* global | persistent (proto's ROCE_FETH_PLT_MASK) */
-#define FLUSH_LEVEL_MAX	1u		/* range, MR (proto's ROCE_FETH_SEL_MAX) */
-#define SEND_FLAGS	(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED | \
-			 ODPEMU_SEND_INLINE)
-
-static bool is_atomic(enum odpemu_wr_opcode op)
-{
-	return odpemu_wr_props(op) & ODPEMU_WRP_ATOMIC;
-}
 
 static uint64_t sge_total(const struct odpemu_sge *sge, int n)
 {
@@ -36,60 +26,60 @@ static uint64_t sge_total(const struct odpemu_sge *sge, int n)
 	return t;
 }
 
-/* The shape rules: atomics target one aligned 8-byte word and land 8 bytes; ATOMIC_WRITE
- * carries 8 bytes; FLUSH none; nothing inline that the requester receives (READ,
- * atomics), and inline data within the QP's size. */
-static int check_shape(const struct lib_qp *qp, const struct odpemu_send_wr *wr, uint64_t len)
+/* Where the remote address and rkey sit: the verbs union has one member per kind. */
+static void remote_of(const struct odpemu_send_wr *wr, uint64_t *addr, uint32_t *rkey)
 {
-	enum odpemu_wr_opcode op = wr->opcode;
+	unsigned props = odpemu_wr_props(wr->opcode);
 
-	if ((wr->send_flags & ODPEMU_SEND_INLINE) &&
-	    (len > qp->sq.max_inline || (odpemu_wr_props(op) & ODPEMU_WRP_RESPONSE)))
-		return EINVAL;
-	if (len > MAX_MSG)
-		return EINVAL;
-	if (is_atomic(op) && (len != 8 || (wr->wr.atomic.remote_addr & 7)))
-		return EINVAL;
-	if (op == ODPEMU_WR_ATOMIC_WRITE && (len != 8 || (wr->wr.rdma.remote_addr & 7)))
-		return EINVAL;
-	if (op == ODPEMU_WR_FLUSH && (wr->num_sge || !wr->wr.flush.type ||
-	    (wr->wr.flush.type & ~FLUSH_TYPE_MASK) || wr->wr.flush.level > FLUSH_LEVEL_MAX))
-		return EINVAL;
-	return 0;
+	*addr = 0;
+	*rkey = 0;
+	if (props & ODPEMU_WRP_ATOMIC) {
+		*addr = wr->wr.atomic.remote_addr;
+		*rkey = wr->wr.atomic.rkey;
+	} else if (props & ODPEMU_WRP_NO_LOCAL) {
+		*addr = wr->wr.flush.remote_addr;
+		*rkey = wr->wr.flush.rkey;
+	} else if (props & ODPEMU_WRP_REMOTE) {
+		*addr = wr->wr.rdma.remote_addr;
+		*rkey = wr->wr.rdma.rkey;
+	}
 }
 
+/* The SGE count first, before the list is read; then the shape rules nic/ applies too
+ * (odpemu/wr_shape.h), and a UD WR's address handle. */
 static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
 {
-	uint64_t len;
+	struct odpemu_wr_shape s = { .qp_type = qp->pub.qp_type, .opcode = wr->opcode,
+		.send_flags = wr->send_flags, .max_inline = qp->sq.max_inline };
+	uint32_t rkey;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
 	    (wr->num_sge && !wr->sg_list))
-		return EINVAL;	/* before the SGE list is read */
-	if (!odpemu_wr_allowed(qp->pub.qp_type, wr->opcode) || (wr->send_flags & ~SEND_FLAGS))
 		return EINVAL;
 	if (qp->pub.qp_type == ODPEMU_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
-	len = wr->opcode == ODPEMU_WR_FLUSH ? wr->wr.flush.len : sge_total(wr->sg_list, wr->num_sge);
-	return check_shape(qp, wr, len);
+	s.num_sge = (unsigned)wr->num_sge;
+	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_NO_LOCAL) {
+		s.len = wr->wr.flush.len;
+		s.flush_type = wr->wr.flush.type;
+		s.flush_level = wr->wr.flush.level;
+	} else {
+		s.len = sge_total(wr->sg_list, wr->num_sge);
+	}
+	remote_of(wr, &s.remote_addr, &rkey);
+	return odpemu_wr_shape_ok(&s) ? 0 : EINVAL;
 }
 
 static void fill_remote(struct ipc_swqe *w, const struct odpemu_send_wr *wr)
 {
-	if (is_atomic(wr->opcode)) {
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		w->rkey = wr->wr.atomic.rkey;
+	remote_of(wr, &w->remote_addr, &w->rkey);
+	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_ATOMIC) {
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-	} else if (wr->opcode == ODPEMU_WR_FLUSH) {
-		w->remote_addr = wr->wr.flush.remote_addr;
-		w->rkey = wr->wr.flush.rkey;
+	} else if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_NO_LOCAL) {
 		w->flush_len = wr->wr.flush.len;
 		w->flush_type = wr->wr.flush.type;
 		w->flush_level = wr->wr.flush.level;
-	} else if (wr->opcode == ODPEMU_WR_RDMA_WRITE || wr->opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM ||
-		   wr->opcode == ODPEMU_WR_RDMA_READ || wr->opcode == ODPEMU_WR_ATOMIC_WRITE) {
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
 	}
 }
 
@@ -101,9 +91,9 @@ static void write_swqe(const struct lib_qp *qp, struct ipc_swqe *w, const struct
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint32_t)wr->opcode;
 	w->send_flags = wr->send_flags;
-	if (wr->opcode == ODPEMU_WR_SEND_WITH_IMM || wr->opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM)
+	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_IMM)
 		w->imm_data = ntohl(wr->imm_data);	/* verbs: network order; ipc: host */
-	else if (wr->opcode == ODPEMU_WR_SEND_WITH_INV)
+	else if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_INV)
 		w->imm_data = wr->invalidate_rkey;
 	fill_remote(w, wr);
 	if (qp->pub.qp_type == ODPEMU_QPT_UD) {

@@ -92,12 +92,19 @@ struct nic_ports {
 	 * overflows the CQ (CQ_ERR) exactly when the application's ring is full, as on
 	 * hardware. Without it, completions wait in nic/'s own ring for nic_cq_poll(). */
 	bool (*cq_write)(void *ctx, struct nic_cq *cq, const struct nic_wc *wc);
-	/* Optional: where to build the next packet, NIC_PORT_TX_SLOT bytes that stay the
-	 * port's until send() or the next tx_slot() call; send() with that pointer then goes
-	 * without a copy. NULL (or a NULL answer): nic/ builds in its own scratch. Payload is
-	 * gathered from host memory straight into it, so a packet leaves with two copies per
-	 * byte: host memory -> slot, slot -> kernel. */
+	/* Optional, both or neither: zero-copy sending through a transmit slot.
+	 *  - tx_slot LENDS nic/ NIC_PORT_TX_SLOT bytes of the port's memory to build its next
+	 *    packet in, payload gathered from host memory straight into it; or answers NULL
+	 *    (none now): nic/ builds in its own scratch and calls send(), which copies. The
+	 *    answer holds until nic/ sends: asked again, tx_slot gives the same slot (or NULL).
+	 *  - send_slot SEALS: the first len bytes of the lent slot are a finished packet (ICRC
+	 *    sealed) for dst, and the slot is the port's again, to send without a copy. This
+	 *    call, not a pointer, is what says "built in place"; send() is never given a slot.
+	 *  - A packet nic/ gives up on (a gather that faulted) never reaches send_slot: the
+	 *    slot stays lent and the next packet is built over it.
+	 * A packet then leaves with two copies per byte: host memory -> slot, slot -> kernel. */
 	uint8_t *(*tx_slot)(void *ctx);
+	void (*send_slot)(void *ctx, const struct nic_gid *dst, size_t len);
 	/* Optional: a persistent FLUSH (IBA 1.5 Memory Placement Extensions, placement type
 	 * persistence) of [addr, addr+len) of client: a client virtual address for an ODP MR
 	 * (odp), else a pinned MR's host address. 0: durable now (or nothing behind it the

@@ -1,36 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /* Doorbells: post_send / post_recv check a work request and copy it into the queue (the
  * caller's WR and SGE arrays may be reused at once, as with ibv_post_send). */
+#include <assert.h>
+
 #include "nic_int.h"
+#include "odpemu/wr_shape.h"
 
-static bool is_atomic(enum odpemu_wr_opcode op)
-{
-	return odpemu_wr_props(op) & ODPEMU_WRP_ATOMIC;
-}
+/* odpemu/wr_shape.h spells proto's FETH and RETH limits for the layers without proto/. */
+static_assert(ODPEMU_MAX_MSG == ROCE_RETH_MAX_LEN, "message size limit");
+static_assert(ODPEMU_FLUSH_TYPES == ROCE_FETH_PLT_MASK, "FLUSH placement types");
+static_assert(ODPEMU_FLUSH_LEVEL_MAX == ROCE_FETH_SEL_MAX, "FLUSH selectivity");
 
-/* Shape rules of the verbs spec: atomics target one aligned 8-byte word and land 8 bytes
- * locally; ATOMIC_WRITE carries 8 bytes; FLUSH carries none; a message is at most 2^31. */
+/* The shape rules lib/ applied before the WR reached the ring (odpemu/wr_shape.h), again:
+ * the ring is the client's memory. Then what only nic/ knows: a UD message is one packet
+ * (IBA 9.8: UD has no segmentation), within the path MTU. */
 static int check_wr(const struct nic_qp *qp, const struct nic_send_wr *wr, uint32_t len)
 {
-	bool inl = wr->send_flags & ODPEMU_SEND_INLINE;
+	const struct odpemu_wr_shape s = { .qp_type = qp->type, .opcode = wr->opcode,
+		.send_flags = wr->send_flags, .num_sge = wr->num_sge, .len = len,
+		.remote_addr = wr->remote_addr, .max_inline = qp->sq.max_inline,
+		.flush_type = wr->flush_type, .flush_level = wr->flush_level };
 
-	if (!odpemu_wr_allowed(qp->type, wr->opcode))
+	if (!odpemu_wr_shape_ok(&s))
 		return -EINVAL;	/* the SGE count was checked before the list was summed */
-	if (wr->send_flags & ~(ODPEMU_SEND_FENCE | ODPEMU_SEND_SIGNALED | ODPEMU_SEND_SOLICITED |
-			       ODPEMU_SEND_INLINE))
-		return -EINVAL;
-	if (inl && (len > qp->sq.max_inline ||
-		    (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_RESPONSE)))
-		return -EINVAL;
-	if (len > ROCE_RETH_MAX_LEN)
-		return -EINVAL;
-	if (is_atomic(wr->opcode) && (len != 8 || (wr->remote_addr & 7)))
-		return -EINVAL;
-	if (wr->opcode == ODPEMU_WR_ATOMIC_WRITE && (len != 8 || (wr->remote_addr & 7)))
-		return -EINVAL;
-	if (wr->opcode == ODPEMU_WR_FLUSH && (wr->num_sge || !wr->flush_type ||
-	    (wr->flush_type & ~ROCE_FETH_PLT_MASK) || wr->flush_level > ROCE_FETH_SEL_MAX))
-		return -EINVAL;
 	if (qp->type == ODPEMU_QPT_UD && len > qp->pmtu)
 		return -EINVAL;
 	return 0;
@@ -78,9 +70,10 @@ static int enqueue_send(struct nic_qp *qp, const struct nic_send_wr *wr)
 
 	if (!wr || wr->num_sge > qp->sq.max_sge || (wr->num_sge && !wr->sg_list))
 		return -EINVAL;	/* before the SGE list is read */
-	len = wr->num_sge ? nic_sge_total(wr->sg_list, wr->num_sge) : 0;
-	if (wr->opcode == ODPEMU_WR_FLUSH)
-		len = wr->flush_len;
+	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_NO_LOCAL)
+		len = wr->flush_len;	/* FLUSH: the remote range's */
+	else
+		len = wr->num_sge ? nic_sge_total(wr->sg_list, wr->num_sge) : 0;
 	rc = check_wr(qp, wr, len);
 	if (rc)
 		return rc;

@@ -18,6 +18,13 @@ static bool is_read_or_atomic(enum odpemu_wr_opcode op)
 	return odpemu_wr_props(op) & ODPEMU_WRP_RESPONSE;
 }
 
+/* Does the WQE's local data go out as its packets' payload? Else (READ, atomics, FLUSH) it
+ * is one request with no payload (send_request). */
+static bool sends_payload(const struct nic_swqe *w)
+{
+	return odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_PAYLOAD;
+}
+
 static uint32_t npkts_of(const struct nic_qp *qp, const struct nic_swqe *w)
 {
 	if (odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_ONE_PACKET)
@@ -25,31 +32,38 @@ static uint32_t npkts_of(const struct nic_qp *qp, const struct nic_swqe *w)
 	return w->length ? (w->length + qp->pmtu - 1) / qp->pmtu : 1;
 }
 
-/* Opcode of the packet at byte offset off of a SEND or WRITE message. */
+/* The RC packet opcodes of a message of each WR opcode (the BTH opcodes, IBA 9.2): one
+ * packet (only), or first, middle and last; immediate data and the rkey to invalidate ride
+ * on the last packet, a write's RETH on the first. READ, atomics and FLUSH are one request
+ * whatever their length (send_request). Indexed by a WQE's opcode, which post checked. */
+#define RC_PACKETS_(op) { ROCE_OP_RC_##op##_ONLY, ROCE_OP_RC_##op##_FIRST, \
+	ROCE_OP_RC_##op##_MIDDLE, ROCE_OP_RC_##op##_LAST }
+static const struct rc_packets {
+	uint8_t only, first, middle, last;
+} rc_packets[ODPEMU_WR_ATOMIC_WRITE + 1] = {
+	[ODPEMU_WR_RDMA_WRITE] = RC_PACKETS_(RDMA_WRITE),
+	[ODPEMU_WR_RDMA_WRITE_WITH_IMM] = { ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+		ROCE_OP_RC_RDMA_WRITE_FIRST, ROCE_OP_RC_RDMA_WRITE_MIDDLE,
+		ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE },
+	[ODPEMU_WR_SEND] = RC_PACKETS_(SEND),
+	[ODPEMU_WR_SEND_WITH_IMM] = { ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE, ROCE_OP_RC_SEND_FIRST,
+		ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE },
+	[ODPEMU_WR_SEND_WITH_INV] = { ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE, ROCE_OP_RC_SEND_FIRST,
+		ROCE_OP_RC_SEND_MIDDLE, ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE },
+	[ODPEMU_WR_RDMA_READ] = { .only = ROCE_OP_RC_RDMA_READ_REQUEST },
+	[ODPEMU_WR_ATOMIC_CMP_AND_SWP] = { .only = ROCE_OP_RC_COMPARE_SWAP },
+	[ODPEMU_WR_ATOMIC_FETCH_AND_ADD] = { .only = ROCE_OP_RC_FETCH_ADD },
+	[ODPEMU_WR_FLUSH] = { .only = ROCE_OP_RC_FLUSH },
+	[ODPEMU_WR_ATOMIC_WRITE] = { .only = ROCE_OP_RC_ATOMIC_WRITE },
+};
+
+/* Opcode of the packet at byte offset off of a message that sends its payload. */
 static uint8_t seg_opcode(const struct nic_swqe *w, uint32_t off, uint32_t n)
 {
+	const struct rc_packets *p = &rc_packets[w->wr.opcode];
 	bool first = off == 0, last = off + n == w->length;
-	bool imm = odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_IMM;
-	bool inv = odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_INV;
 
-	if (w->wr.opcode == ODPEMU_WR_RDMA_WRITE || w->wr.opcode == ODPEMU_WR_RDMA_WRITE_WITH_IMM) {
-		if (first && last)
-			return imm ? ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_ONLY;
-		if (first)
-			return ROCE_OP_RC_RDMA_WRITE_FIRST;
-		if (!last)
-			return ROCE_OP_RC_RDMA_WRITE_MIDDLE;
-		return imm ? ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_LAST;
-	}
-	if (first && last)
-		return imm ? ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE :
-		       inv ? ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE : ROCE_OP_RC_SEND_ONLY;
-	if (first)
-		return ROCE_OP_RC_SEND_FIRST;
-	if (!last)
-		return ROCE_OP_RC_SEND_MIDDLE;
-	return imm ? ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE :
-	       inv ? ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE : ROCE_OP_RC_SEND_LAST;
+	return first && last ? p->only : first ? p->first : last ? p->last : p->middle;
 }
 
 /* A packet of h's PSN went out: move the send PSN and the highest PSN sent past it. */
@@ -146,8 +160,7 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 {
 	uint32_t off = w->sent, n = w->length - off < qp->pmtu ? w->length - off : qp->pmtu;
 	uint32_t k = off / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
-	uint8_t op = w->wr.opcode == ODPEMU_WR_ATOMIC_WRITE ? ROCE_OP_RC_ATOMIC_WRITE :
-		     seg_opcode(w, off, n);
+	uint8_t op = seg_opcode(w, off, n);
 	struct roce_hdr h;
 
 	/* Gathered straight into the packet (the port's transmit slot). */
@@ -177,15 +190,8 @@ static void send_request(struct nic_qp *qp, struct nic_swqe *w)
 {
 	uint32_t k = w->sent / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
 	struct roce_hdr h;
-	uint8_t op;
 
-	switch (w->wr.opcode) {
-	case ODPEMU_WR_RDMA_READ: op = ROCE_OP_RC_RDMA_READ_REQUEST; break;
-	case ODPEMU_WR_ATOMIC_CMP_AND_SWP: op = ROCE_OP_RC_COMPARE_SWAP; break;
-	case ODPEMU_WR_ATOMIC_FETCH_AND_ADD: op = ROCE_OP_RC_FETCH_ADD; break;
-	default: op = ROCE_OP_RC_FLUSH; break;
-	}
-	base_hdr(qp, &h, op, psn);
+	base_hdr(qp, &h, rc_packets[w->wr.opcode].only, psn);
 	h.bth.ackreq = true;
 	qp->req.noack = 0;
 	h.reth = (struct roce_reth){ w->wr.remote_addr + w->sent, w->wr.rkey, w->length - w->sent };
@@ -208,8 +214,8 @@ static bool send_ud(struct nic_qp *qp, struct nic_swqe *w)
 	if (!gather_ok(qp, w, 0, buf, w->length))
 		return false;
 	memset(&h, 0, sizeof(h));
-	h.bth.opcode = w->wr.opcode == ODPEMU_WR_SEND_WITH_IMM ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE
-							       : ROCE_OP_UD_SEND_ONLY;
+	h.bth.opcode = odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_IMM ?
+		       ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_UD_SEND_ONLY;
 	h.bth.pkey = ROCE_DEFAULT_PKEY;
 	h.bth.dqpn = w->wr.remote_qpn;
 	h.bth.psn = qp->req.psn;
@@ -273,7 +279,7 @@ static bool send_wqe(struct nic_qp *qp, struct nic_swqe *w)
 	uint32_t end = roce_psn_add(w->first_psn, w->npkts);
 
 	w->state = NIC_SWQE_SENDING;
-	if (is_read_or_atomic(w->wr.opcode) || w->wr.opcode == ODPEMU_WR_FLUSH) {
+	if (!sends_payload(w)) {
 		send_request(qp, w);
 		w->sent = w->length;
 	} else {
@@ -367,8 +373,7 @@ void nic_req_rewind(struct nic_qp *qp, uint32_t psn)
 			v->state = NIC_SWQE_SENDING;
 			if (v->wr.opcode == ODPEMU_WR_RDMA_READ)
 				v->sent = v->landed;	/* reissue the unanswered part */
-			else if (j == i && !is_read_or_atomic(v->wr.opcode) &&
-				 v->wr.opcode != ODPEMU_WR_FLUSH)
+			else if (j == i && sends_payload(v))
 				v->sent = (uint32_t)d * qp->pmtu;
 			else
 				v->sent = 0;

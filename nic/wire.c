@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wire: build a packet, seal its ICRC, hand it to ports.send; verify received ICRCs.
+ * The wire: build a packet (in the port's transmit slot when it lends one), seal its ICRC,
+ * hand it to the port (send_slot, or send for a packet built in our scratch); verify
+ * received ICRCs.
  * The ICRC covers the IP and UDP headers (REFERENCE.md "ICRC"), so nic/ computes it from
  * both GIDs and both UDP ports: the source port is the device's configured one, 4791 when
  * unset (the daemon sends from its bound 4791 socket); nic_rx() assumes a peer that does
@@ -86,28 +88,37 @@ bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport
 	return roce_icrc6_ok(&f6, pkt, len);
 }
 
-/* Where the next packet is built: the port's transmit slot, else our scratch. */
-static uint8_t *tx_buf(struct nic *nic)
+/* Where the next packet is built: the slot the port lends (nic.h, tx_slot), else our
+ * scratch. The port's answer holds until we send, so the payload's place
+ * (nic_tx_payload) and the headers' (build_and_send) are in the same buffer. */
+static uint8_t *tx_buf(struct nic *nic, bool *in_slot)
 {
-	uint8_t *slot = nic->cfg.ports.tx_slot ? nic->cfg.ports.tx_slot(nic->cfg.ports.ctx) : NULL;
+	const struct nic_ports *p = &nic->cfg.ports;
+	uint8_t *slot = p->tx_slot && p->send_slot ? p->tx_slot(p->ctx) : NULL;
 
+	*in_slot = slot != NULL;
 	return slot ? slot : nic->pkt;
 }
 
 /* Headers around the payload (copied from payload, or already in place when NULL), seal,
- * send. Copies per payload byte on the way out: host memory -> packet (the gather, into
- * the port's slot), packet -> kernel (the port's send). */
+ * send: a packet built in the port's slot goes back to it by send_slot, with no copy; one
+ * built in our scratch by send, which copies. Copies per payload byte on the way out:
+ * host memory -> packet (the gather, into the slot), packet -> kernel (the port's). */
 static long build_and_send(struct nic *nic, const struct nic_gid *dst, const struct roce_hdr *h,
 			   const void *payload, uint32_t len)
 {
-	uint8_t *pkt = tx_buf(nic);
+	bool in_slot;
+	uint8_t *pkt = tx_buf(nic, &in_slot);
 	long n = roce_build(pkt, NIC_PKT_MAX, h, payload, len);
 
 	if (n < 0)
-		return n;
+		return n;	/* a lent slot stays lent: the next packet is built over it */
 	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), pkt, (size_t)n);
 	nic->ctr.pkts_sent++;
-	nic->cfg.ports.send(nic->cfg.ports.ctx, dst, pkt, (size_t)n);
+	if (in_slot)
+		nic->cfg.ports.send_slot(nic->cfg.ports.ctx, dst, (size_t)n);
+	else
+		nic->cfg.ports.send(nic->cfg.ports.ctx, dst, pkt, (size_t)n);
 	return n;
 }
 
@@ -142,7 +153,9 @@ int nic_xmit(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr
 
 uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h)
 {
-	return tx_buf(nic) + roce_hdrs_len(roce_opcode_table[h->bth.opcode].mask);
+	bool in_slot;
+
+	return tx_buf(nic, &in_slot) + roce_hdrs_len(roce_opcode_table[h->bth.opcode].mask);
 }
 
 int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "compat.h"
-#include "ipc.h"
 
 static_assert(offsetof(struct cv_device, ops) == sizeof(struct ibv_device),
 	      "verbs_device.ops follows the ibv_device (offset 664 in rdma-core 44)");
@@ -47,10 +46,10 @@ static struct cv_device *device_new(const char *name)
 	/* RoCE reports the IB transport (rxe, mlx5): libfabric needs it for DGRAM. */
 	d->dev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->dev.name, sizeof(d->dev.name), "%s", name);
-	/* Every device names the one node odpemud provides (ipc.h: IPC_DEVNODE_NAME). */
-	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "%s", IPC_DEVNODE_NAME);
+	/* Every device names the one node odpemud provides (odpemu/verbs_types.h). */
+	snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "%s", ODPEMU_DEVNODE_NAME);
 	snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/%s",
-		 IPC_DEVNODE_NAME);
+		 ODPEMU_DEVNODE_NAME);
 	snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s", name);
 	devices[ndevices++] = d;
 	return d;

@@ -46,31 +46,45 @@ enum odpemu_wr_props {
 	ODPEMU_WRP_RESPONSE = 1 << 2,	/* answered with data (READ, atomics): counted against
 					 * max_rd_atomic, completed by the response, never
 					 * inline */
-	ODPEMU_WRP_ATOMIC = 1 << 3,	/* one aligned 8-byte word, 8 bytes land locally */
+	ODPEMU_WRP_ATOMIC = 1 << 3,	/* compare/add operands (wr.atomic); the old value
+					 * lands locally */
 	ODPEMU_WRP_ONE_PACKET = 1 << 4,	/* one request packet whatever the length */
 	ODPEMU_WRP_IMM = 1 << 5,	/* carries immediate data */
 	ODPEMU_WRP_INV = 1 << 6,	/* carries an rkey to invalidate */
+	ODPEMU_WRP_WORD8 = 1 << 7,	/* one naturally aligned 8-byte remote word and 8 bytes
+					 * of local data (atomics, ATOMIC_WRITE) */
+	ODPEMU_WRP_REMOTE = 1 << 8,	/* names remote memory: remote_addr and rkey */
+	ODPEMU_WRP_PAYLOAD = 1 << 9,	/* its local data is the request's payload (gathered
+					 * from the SGEs, or inline) */
+	ODPEMU_WRP_NO_LOCAL = 1 << 10,	/* no local buffer, no SGEs: its length is the remote
+					 * range's (FLUSH) */
 };
 
 /* Work request opcode (ibv_wr_opcode): value, the completion opcode it produces, props.
- * The one place these facts live (lib/post.c and nic/ ask odpemu_wr_props). */
+ * The one place these facts live (lib/ and nic/ ask odpemu_wr_props; the shape rules built
+ * on them are odpemu/wr_shape.h). */
 #define ODPEMU_WRP_RCUD_ (ODPEMU_WRP_RC | ODPEMU_WRP_UD)
+#define ODPEMU_WRP_WRITE_ (ODPEMU_WRP_RC | ODPEMU_WRP_REMOTE | ODPEMU_WRP_PAYLOAD)
+#define ODPEMU_WRP_ATOMICS_ (ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | \
+	ODPEMU_WRP_WORD8 | ODPEMU_WRP_ONE_PACKET | ODPEMU_WRP_REMOTE)
 #define ODPEMU_WR_OPCODES(X) \
-	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_RC) \
+	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_WRITE_) \
 	X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1, ODPEMU_WC_RDMA_WRITE, \
-	  ODPEMU_WRP_RC | ODPEMU_WRP_IMM) \
-	X(ODPEMU_WR_, SEND, 2, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_) \
-	X(ODPEMU_WR_, SEND_WITH_IMM, 3, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_ | ODPEMU_WRP_IMM) \
-	X(ODPEMU_WR_, RDMA_READ, 4, ODPEMU_WC_RDMA_READ, ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE) \
-	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5, ODPEMU_WC_COMP_SWAP, ODPEMU_WRP_RC | \
-	  ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | ODPEMU_WRP_ONE_PACKET) \
-	X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6, ODPEMU_WC_FETCH_ADD, ODPEMU_WRP_RC | \
-	  ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | ODPEMU_WRP_ONE_PACKET) \
+	  ODPEMU_WRP_WRITE_ | ODPEMU_WRP_IMM) \
+	X(ODPEMU_WR_, SEND, 2, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_ | ODPEMU_WRP_PAYLOAD) \
+	X(ODPEMU_WR_, SEND_WITH_IMM, 3, ODPEMU_WC_SEND, \
+	  ODPEMU_WRP_RCUD_ | ODPEMU_WRP_PAYLOAD | ODPEMU_WRP_IMM) \
+	X(ODPEMU_WR_, RDMA_READ, 4, ODPEMU_WC_RDMA_READ, \
+	  ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_REMOTE) \
+	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5, ODPEMU_WC_COMP_SWAP, ODPEMU_WRP_ATOMICS_) \
+	X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6, ODPEMU_WC_FETCH_ADD, ODPEMU_WRP_ATOMICS_) \
 	X(ODPEMU_WR_, LOCAL_INV, 7, ODPEMU_WC_LOCAL_INV, 0)	/* not modelled */ \
-	X(ODPEMU_WR_, SEND_WITH_INV, 9, ODPEMU_WC_SEND, ODPEMU_WRP_RC | ODPEMU_WRP_INV) \
-	X(ODPEMU_WR_, FLUSH, 14, ODPEMU_WC_FLUSH, ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET) \
+	X(ODPEMU_WR_, SEND_WITH_INV, 9, ODPEMU_WC_SEND, \
+	  ODPEMU_WRP_RC | ODPEMU_WRP_PAYLOAD | ODPEMU_WRP_INV) \
+	X(ODPEMU_WR_, FLUSH, 14, ODPEMU_WC_FLUSH, ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET | \
+	  ODPEMU_WRP_REMOTE | ODPEMU_WRP_NO_LOCAL) \
 	X(ODPEMU_WR_, ATOMIC_WRITE, 15, ODPEMU_WC_ATOMIC_WRITE, \
-	  ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET)
+	  ODPEMU_WRP_WRITE_ | ODPEMU_WRP_WORD8 | ODPEMU_WRP_ONE_PACKET)
 
 enum odpemu_wr_opcode { ODPEMU_WR_OPCODES(ODPEMU_ENUM_VALUE_) };
 
@@ -176,6 +190,13 @@ enum odpemu_advise_mr_flags { ODPEMU_ADVISE_MR_FLAG_FLUSH = 1 << 0 };
 	X(ODPEMU_PORT_, NOP, 0) X(ODPEMU_PORT_, DOWN, 1) X(ODPEMU_PORT_, INIT, 2) \
 	X(ODPEMU_PORT_, ARMED, 3) X(ODPEMU_PORT_, ACTIVE, 4) X(ODPEMU_PORT_, ACTIVE_DEFER, 5)
 enum odpemu_port_state { ODPEMU_PORT_STATES(ODPEMU_ENUM_VALUE_) };
+
+/* The device node every odpemu device names as its ibv_device.dev_name: UCX lists a verbs
+ * device only if /dev/infiniband/<dev_name> is a character device it may open read-write
+ * (uct_ib_device_is_accessible). odpemud makes it an alias of /dev/null when it can
+ * (emu/devnode.c); nothing ever opens it. */
+#define ODPEMU_DEVNODE_DIR "/dev/infiniband"
+#define ODPEMU_DEVNODE_NAME "odpemu"
 
 /* odpemu's own: what a QP's responder does on an ODP page fault. DEFAULT takes the
  * daemon's --fault-policy; RNR answers RNR NAK (ConnectX); STALL holds the packets. */

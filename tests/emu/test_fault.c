@@ -4,9 +4,10 @@
  * the handler thread with PROCMAP_QUERY and with the text of /proc/PID/maps (both must give
  * the same answers): holes, read-only and PROT_NONE VMAs, clipping and merging, NO_FAULT
  * with pagemap, the EMU_FAULT_MAX_MAPS policy, maps lines longer than the reader's buffer,
- * injected failures and delays, the queues and stop, inline resolution and the VMAs it
- * shares, the polling loop's looks, the files kept per client, and the userfaultfd registration
- * (the child's munmap and MADV_DONTNEED reach us as events). Every wait is bounded; the
+ * the names of special VMAs (the maps reader: tests/ipc/test_maps.c), injected failures and
+ * delays, the queues and stop, inline resolution and the VMAs it shares, the polling
+ * loop's looks, the files kept per client, and the userfaultfd registration (the child's
+ * munmap and MADV_DONTNEED reach us as events). Every wait is bounded; the
  * child dies with us (PR_SET_PDEATHSIG) and is killed on the way out.
  */
 #include <errno.h>
@@ -350,51 +351,29 @@ static void test_targets(const struct target *self, const struct target *kid)
 	test_readers_agree(kid);
 }
 
-/* ---- the maps line parser ---- */
+/* ---- special VMAs (the maps reader itself: test_maps.c) ---- */
 
-static void line_ok(const char *line, uint64_t start, uint64_t end, unsigned prot,
-	bool special)
+static void special_is(const char *name, bool special)
 {
-	struct emu_vma v;
-
-	T_CHECK(!emu_maps_parse_line(line, strlen(line), &v) && v.start == start &&
-		v.end == end && v.prot == prot && v.special == special, "line '%s'", line);
+	T_CHECK(emu_fault_special_vma(name, strlen(name)) == special,
+		"name '%s': want special %d", name, special);
 }
 
-static void test_parse_line(void)
+static void test_special_names(void)
 {
-	static const char *const bad[] = {
-		"", "zz-10 rw-p 0 00:00 0", "10-20 rwzp 0 00:00 0", "20-10 rw-p 0 00:00 0",
-		"10-10 rw-p 0 00:00 0", "10-20 rw-p", "10-20 rw-p 0 00:00", "10-20 rw-p 0",
-		"10000000000000000-20000000000000000 rw-p 0 00:00 0", "10 20 rw-p 0 00:00 0",
-		"10-20  rw-p 0 00:00 0", "10-20 rw-x 0 00:00 0", "10-20 rw-p0 00:00 0",
-		"-20 rw-p 0 00:00 0", "10- rw-p 0 00:00 0", "10-20 RW-P 0 00:00 0",
-	};
-	struct emu_vma v;
-
-	line_ok("55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0                          "
-		"[heap]", 0x55d0c0a00000, 0x55d0c0a21000, EMU_VMA_R | EMU_VMA_W, false);
-	line_ok("7ffd1b7f2000-7ffd1b7f6000 r--p 00000000 00:00 0                          "
-		"[vvar]", 0x7ffd1b7f2000, 0x7ffd1b7f6000, EMU_VMA_R, true);
-	line_ok("7ffd1b7f6000-7ffd1b7f8000 r--p 00000000 00:00 0    [vvar_vclock]",
-		0x7ffd1b7f6000, 0x7ffd1b7f8000, EMU_VMA_R, true);
-	line_ok("ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  "
-		"[vsyscall]", 0xffffffffff600000, 0xffffffffff601000, EMU_VMA_X, true);
-	line_ok("7f0000000000-7f0000001000 rw-s 00000000 00:01 1234                       "
-		"/memfd:x (deleted)", 0x7f0000000000, 0x7f0000001000,
-		EMU_VMA_R | EMU_VMA_W | EMU_VMA_SHARED, false);
-	line_ok("00400000-00401000 r-xp 00001000 103:02 131 /usr/bin/a b [vvar]",
-		0x400000, 0x401000, EMU_VMA_R | EMU_VMA_X, false);
-	line_ok("7f00-7f01 ---p 00000000 08:01 131", 0x7f00, 0x7f01, 0, false);
-	line_ok("7f00-7f01 r--p 00000000 08:01 131 [vvar]x", 0x7f00, 0x7f01, EMU_VMA_R, false);
-	line_ok("7fffffffe000-7ffffffff000 rw-p 00000000 00:00 0 [stack]",
-		0x7fffffffe000, 0x7ffffffff000, EMU_VMA_R | EMU_VMA_W, false);
-	for (size_t i = 0; i < T_ARRAY_SIZE(bad); i++)
-		T_CHECK(emu_maps_parse_line(bad[i], strlen(bad[i]), &v) == -EINVAL,
-			"bad line '%s' parsed", bad[i]);
-	/* A line cut short inside its path, as the reader hands over a 10 KB line. */
-	T_CHECK(!emu_maps_parse_line("10-20 r--p 0 00:00 0 /ab", 22, &v) && !v.special,
-		"cut line");
+	special_is("[vvar]", true);
+	special_is("[vvar_vclock]", true);
+	special_is("[vsyscall]", true);
+	special_is("[heap]", false);
+	special_is("[stack]", false);
+	special_is("[vdso]", false);		/* real pages: the code of the vDSO */
+	special_is("", false);			/* anonymous */
+	special_is("/memfd:x (deleted)", false);
+	special_is("/usr/bin/a b [vvar]", false);
+	special_is("[vvar]x", false);
+	special_is("[vvar", false);
+	/* A name cut short by its length, as the reader hands over: only the length counts. */
+	T_CHECK(emu_fault_special_vma("[vvar]x", 6), "name '[vvar]' within '[vvar]x'");
 }
 
 /* ---- injection ---- */
@@ -957,7 +936,7 @@ int main(int argc, char **argv)
 	T_EQ(emu_fault_start(NULL, &F[1]), 0, "start text");
 	emu_fault_set_text_maps(F[1], true);
 
-	test_parse_line();
+	test_special_names();
 	test_targets(&self, &kid);
 	test_inject(&self);
 	test_queue(&self);

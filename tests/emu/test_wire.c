@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* emu/wire: the knobs' parsers (good values and their formats, bad values and their
- * messages), the opcode classes, the decision (repeatable per seed, rates, bursts, the
- * filter, independent knobs and directions, precedence, the corrupted bit) and the path
- * without a socket (duplicates, corruption, the delay line, holds, the queue's bound, a
- * received packet that makes the other direction send). */
+ * messages), the opcode classes (wire.h's rule, for every opcode byte), the decision
+ * (repeatable per seed, rates, bursts, the filter, independent knobs and directions,
+ * precedence, the corrupted bit) and the path without a socket (duplicates, corruption,
+ * the delay line, holds, the queue's bound, a received packet that makes the other
+ * direction send). */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -155,37 +156,137 @@ static void test_parse(void)
 		     emu_wire_knob_names[i]);
 }
 
-/* ---- classes ---- */
+/* ---- classes ----
+ * Not a second copy of emu_wire_class_of's switch: the rule wire.h states, checked for
+ * every opcode byte. A class is a BTH opcode class of proto/opcode.h, named as proto names
+ * it, split into request and response ("-resp") where the proto class has both (read,
+ * atomic); ack has responses only. QP1's MADs are "cm" whatever their opcode. The class
+ * depends on the opcode and destination QP alone, and --wire-match selects by it. */
 
-static int expected_class(uint8_t op)
+#define CLASS_NAME_(name, str) str,
+static const char *const class_names[] = { EMU_WIRE_CLASSES(CLASS_NAME_) };
+#undef CLASS_NAME_
+
+/* The name the rule gives a defined opcode's packets to any QP but QP1. */
+static void rule_name(uint8_t op, char *buf, size_t len)
 {
-	const struct roce_opcode_info *i = roce_opcode_info(op);
-	bool resp = i->mask & ROCE_M_RESP;
+	const struct roce_opcode_info *info = roce_opcode_info(op);
+	bool resp = info->mask & ROCE_M_RESP, has_req = false;
 
-	switch ((enum roce_class)i->cls) {
-	case ROCE_CLASS_SEND: return EMU_WIRE_C_SEND;
-	case ROCE_CLASS_WRITE: return EMU_WIRE_C_WRITE;
-	case ROCE_CLASS_READ: return resp ? EMU_WIRE_C_READ_RESP : EMU_WIRE_C_READ;
-	case ROCE_CLASS_ATOMIC: return resp ? EMU_WIRE_C_ATOMIC_RESP : EMU_WIRE_C_ATOMIC;
-	case ROCE_CLASS_ATOMIC_WRITE: return EMU_WIRE_C_ATOMIC_WRITE;
-	case ROCE_CLASS_FLUSH: return EMU_WIRE_C_FLUSH;
-	case ROCE_CLASS_ACK: return EMU_WIRE_C_ACK;
+	for (unsigned i = 0; i < roce_opcode_count; i++) {
+		const struct roce_opcode_info *o = roce_opcode_info(roce_opcodes[i]);
+
+		has_req |= o->cls == info->cls && !(o->mask & ROCE_M_RESP);
 	}
-	return -2;
+	snprintf(buf, len, "%s%s", roce_class_str((enum roce_class)info->cls),
+		 resp && has_req ? "-resp" : "");
+	for (char *c = buf; *c; c++)
+		if (*c == '_')
+			*c = '-';
+}
+
+static int class_of(uint8_t op, uint32_t dqpn, size_t len, uint8_t seed)
+{
+	uint8_t p[64];
+
+	make_pkt(p, op, dqpn, sizeof(p), seed);
+	return emu_wire_class_of(p, len);
+}
+
+/* Every opcode byte: defined ones get the class the rule names, at every length from a
+ * BTH on and with any payload and QP (QP1 aside); undefined ones and short packets -1. */
+static void test_class_rule(void)
+{
+	unsigned seen = 0;
+
+	for (unsigned op = 0; op < 256; op++) {
+		const struct roce_opcode_info *info = roce_opcode_info((uint8_t)op);
+		int c = class_of((uint8_t)op, 0x12, 64, 1);
+		char want[32];
+
+		for (size_t len = 0; len < ROCE_BTH_LEN; len++)
+			T_EQ(class_of((uint8_t)op, 0x12, len, 1), -1, "shorter than a BTH: none");
+		if (!info) {
+			T_EQ(c, -1, "an opcode proto/opcode.h does not define has no class");
+			T_EQ(class_of((uint8_t)op, ROCE_GSI_QPN, 64, 1), -1, "not even to QP1");
+			continue;
+		}
+		rule_name((uint8_t)op, want, sizeof(want));
+		T_CHECK(c >= 0 && c < EMU_WIRE_NCLASSES && !strcmp(class_names[c], want),
+			"%s: class %d (%s), the rule says %s", info->name, c,
+			c >= 0 && c < EMU_WIRE_NCLASSES ? class_names[c] : "none", want);
+		for (size_t len = ROCE_BTH_LEN; len <= 64; len++)
+			for (uint32_t dqpn = 0; dqpn < 4; dqpn++)
+				if (dqpn != ROCE_GSI_QPN)
+					T_EQ(class_of((uint8_t)op, dqpn, len, (uint8_t)(len + dqpn)),
+					     c, "the opcode alone decides");
+		T_EQ(class_of((uint8_t)op, 0xFFFFFF, 64, 9), c, "the largest QPN too");
+		T_EQ(class_of((uint8_t)op, ROCE_GSI_QPN, 64, 1), EMU_WIRE_C_CM, "to QP1: cm");
+		T_CHECK(c != EMU_WIRE_C_CM, "%s: cm only to QP1", info->name);
+		if (c >= 0)
+			seen |= 1u << c;
+	}
+	T_EQ(seen, (1u << EMU_WIRE_NCLASSES) - 1 - (1u << EMU_WIRE_C_CM),
+	     "every class but cm has an opcode");
+}
+
+/* The classes partition the opcodes exactly as (proto class, request or response) does:
+ * two opcodes share a class if and only if they share both. */
+static void test_class_partition(void)
+{
+	unsigned pairs = 0;
+
+	for (unsigned i = 0; i < roce_opcode_count; i++) {
+		bool first = true;	/* the first opcode of its (class, resp) pair */
+
+		for (unsigned j = 0; j < roce_opcode_count; j++) {
+			const struct roce_opcode_info *a = roce_opcode_info(roce_opcodes[i]);
+			const struct roce_opcode_info *b = roce_opcode_info(roce_opcodes[j]);
+			bool same_op = a->cls == b->cls &&
+				       !(a->mask & ROCE_M_RESP) == !(b->mask & ROCE_M_RESP);
+			bool same_class = class_of(roce_opcodes[i], 7, 64, 1) ==
+					  class_of(roce_opcodes[j], 7, 64, 1);
+
+			T_CHECK(same_op == same_class, "%s and %s: %s class", a->name, b->name,
+				same_class ? "one" : "two");
+			first &= !(same_op && j < i);
+		}
+		pairs += first;
+	}
+	T_EQ(pairs + 1, EMU_WIRE_NCLASSES, "a class per (proto class, request or response), "
+	     "and cm");
+}
+
+/* --wire-match NAME with a certain loss drops exactly the packets of that class. */
+static void test_class_match(void)
+{
+	struct emu_wire_rules r;
+	struct emu_wire_verdict v;
+	uint8_t p[64];
+
+	for (int c = 0; c < EMU_WIRE_NCLASSES; c++) {
+		emu_wire_rules_init(&r, 3);
+		set(&r, "wire-match", class_names[c]);
+		set(&r, "wire-loss", "1");
+		for (unsigned op = 0; op < 256; op++)
+			for (uint32_t dqpn = 0; dqpn < 3; dqpn++) {
+				make_pkt(p, (uint8_t)op, dqpn, sizeof(p), 1);
+				emu_wire_decide(&r, EMU_WIRE_TX, &peer_a, p, sizeof(p), 0, &v);
+				T_CHECK(v.drop == (emu_wire_class_of(p, sizeof(p)) == c),
+					"wire-match %s, opcode 0x%02x to QP %u: %s", class_names[c],
+					op, (unsigned)dqpn, v.drop ? "dropped" : "passed");
+			}
+	}
 }
 
 static void test_classes(void)
 {
 	uint8_t p[64];
-	unsigned seen = 0;
 
-	for (unsigned i = 0; i < roce_opcode_count; i++) {
-		make_pkt(p, roce_opcodes[i], 0x12, sizeof(p), 1);
-		T_EQ(emu_wire_class_of(p, sizeof(p)), expected_class(roce_opcodes[i]),
-		     roce_opcode_str(roce_opcodes[i]));
-		seen |= 1u << emu_wire_class_of(p, sizeof(p));
-	}
-	T_EQ(seen, (1u << EMU_WIRE_C_CM) - 1, "every class but cm has an opcode");
+	test_class_rule();
+	test_class_partition();
+	test_class_match();
+	/* examples of the rule, as a reader checks it */
 	make_pkt(p, ROCE_OP_RC_ACKNOWLEDGE, 7, sizeof(p), 1);
 	T_EQ(emu_wire_class_of(p, sizeof(p)), EMU_WIRE_C_ACK, "ACK");
 	make_pkt(p, ROCE_OP_RC_ATOMIC_ACKNOWLEDGE, 7, sizeof(p), 1);

@@ -202,7 +202,6 @@ void fz_daemon_init(struct emu_daemon *d, bool with_loop)
 	    emu_wire_init(&d->wire, 1, emu_ports_wire_out, d) ||
 	    (with_loop && emu_loop_init(&d->loop, 256)))
 		abort();
-	d->loop_ready = with_loop;
 }
 
 void fz_nic_up(struct emu_daemon *d)

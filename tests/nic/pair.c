@@ -13,39 +13,64 @@
 struct port_ctx {
 	struct pair *p;
 	int side;
+	bool slot_lent;		/* tx_slot lent the spare on top, send_slot not yet called */
 };
 static struct port_ctx ctxs[64][2];
 static unsigned nctx;
 
-static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)
+/* One packet onto the wire: dropped (NULL) or queued in the spare on top, returned. */
+static struct pair_pkt *wire_take(struct pair *p, const struct nic_gid *dst, uint8_t opcode,
+				  size_t len)
 {
-	struct port_ctx *c = ctx;
-	struct pair *p = c->p;
 	struct pair_pkt *q;
 	int to = memcmp(dst, &p->s[1].gid, sizeof(*dst)) == 0 ? 1 :
 		 memcmp(dst, &p->s[0].gid, sizeof(*dst)) == 0 ? 0 : -1;
 
 	p->sent++;
 	if (to < 0 || p->qcount == PAIR_PKTQ || len > sizeof(q->buf) ||
-	    (p->drop_nth && p->sent == p->drop_nth) || (p->drop_mask & (1u << (pkt[0] & 31)))) {
+	    (p->drop_nth && p->sent == p->drop_nth) || (p->drop_mask & (1u << (opcode & 31)))) {
 		p->dropped++;
-		return;
+		return NULL;
 	}
 	q = p->spare[--p->nspare];
 	p->q[(p->qhead + p->qcount++) % PAIR_PKTQ] = q;
 	q->to = to;
 	q->len = (uint32_t)len;
-	if (pkt != q->buf)	/* built in place in the slot port_tx_slot gave */
+	return q;
+}
+
+/* A packet nic/ built in its own scratch: copied. */
+static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)
+{
+	struct port_ctx *c = ctx;
+	struct pair_pkt *q = wire_take(c->p, dst, pkt[0], len);
+
+	if (q)
 		memcpy(q->buf, pkt, len);
 }
 
-/* The next spare packet buffer, as the daemon offers its socket's next batch slot. */
+/* The spare on top, as the daemon lends its socket's next batch slot; the same one until
+ * send_slot (a packet only ever leaves from the top). */
 static uint8_t *port_tx_slot(void *ctx)
 {
 	struct port_ctx *c = ctx;
 	struct pair *p = c->p;
 
-	return p->no_tx_slot || !p->nspare ? NULL : p->spare[p->nspare - 1]->buf;
+	c->slot_lent = !p->no_tx_slot && p->nspare;
+	return c->slot_lent ? p->spare[p->nspare - 1]->buf : NULL;
+}
+
+/* The packet built in the lent spare: queued in it, no copy. */
+static void port_send_slot(void *ctx, const struct nic_gid *dst, size_t len)
+{
+	struct port_ctx *c = ctx;
+	struct pair *p = c->p;
+
+	T_CHECK(c->slot_lent, "side %d: send_slot without a lent slot", c->side);
+	if (!c->slot_lent)
+		return;
+	c->slot_lent = false;
+	(void)wire_take(p, dst, p->spare[p->nspare - 1]->buf[0], len);
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -154,8 +179,10 @@ static struct nic_ports ports_for(struct pair *p, int side)
 
 	c->p = p;
 	c->side = side;
+	c->slot_lent = false;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
-		port_cq_notify, .tx_slot = port_tx_slot, .gsi_rx = port_gsi_rx,
+		port_cq_notify, .tx_slot = port_tx_slot, .send_slot = port_send_slot,
+		.gsi_rx = port_gsi_rx,
 		.persist = port_persist, .persist_cancel = port_persist_cancel };
 }
 
