@@ -21,9 +21,9 @@
 #include "daemon.h"
 #include "log.h"
 #include "nic.h"
-#include "persist.h"
+#include "host/persist.h"
 #include "session.h"
-#include "udp.h"
+#include "io/udp.h"
 
 #define MAX_CTRS 4096
 

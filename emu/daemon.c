@@ -30,20 +30,20 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "answers.h"
+#include "host/answers.h"
 #include "counters.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "devnode.h"
-#include "lease.h"
-#include "orphan.h"
-#include "persist.h"
+#include "host/lease.h"
+#include "host/orphan.h"
+#include "host/persist.h"
 #include "log.h"
 #include "mtu.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
-#include "spin.h"
+#include "io/spin.h"
 
 static void set_port(struct emu_daemon *d, bool up)
 {

@@ -19,20 +19,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "answers.h"
-#include "cm.h"
-#include "evict.h"
-#include "fault.h"
-#include "inject.h"
+#include "host/answers.h"
+#include "cm/cm.h"
+#include "host/evict.h"
+#include "host/fault.h"
+#include "inject/inject.h"
 #include "ipc.h"
 #include "lathist.h"
-#include "loop.h"
-#include "netdev.h"
+#include "io/loop.h"
+#include "io/netdev.h"
 #include "nic.h"
 #include "options.h"
 #include "rings.h"
-#include "udp.h"
-#include "wire.h"
+#include "io/udp.h"
+#include "inject/wire.h"
 
 struct emu_session;
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "log.h"
-#include "loop.h"
+#include "io/loop.h"
 
 int emu_log_level = EMU_LOG_INFO;
 

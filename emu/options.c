@@ -16,11 +16,10 @@
 #include "ipc.h"
 #include "log.h"
 #include "rundir.h"
-#include "wire.h"
+#include "inject/wire.h"
 
-static void usage(FILE *f)
-{
-	fputs(
+/* What --help prints (and a usage error points to). */
+static const char usage_text[] =
 "usage: odpemud --name NAME (--netdev IFNAME | --addr IP) [options]\n"
 "\n"
 "odpemud is one soft RDMA NIC with On-Demand Paging (RoCEv2 over UDP). Applications reach\n"
@@ -83,8 +82,11 @@ static void usage(FILE *f)
 "  --log-level L          err, warn, info (default) or debug\n"
 "  --help, --version\n"
 "\n"
-"Injection knobs can also be changed at run time (odpemu_set_inject, odpemu-ctl inject).\n",
-	      f);
+"Injection knobs can also be changed at run time (odpemu_set_inject, odpemu-ctl inject).\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
 }
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
@@ -211,23 +213,12 @@ static int wire_flag(struct emu_options *o, const char *key, const char *arg)
 	return 0;
 }
 
-static int one(struct emu_options *o, int c, const char *name, const char *arg)
+/* The options of the data path and of fault handling. */
+static int one_engine(struct emu_options *o, int c, const char *name, const char *arg)
 {
 	uint64_t v;
 
 	switch (c) {
-	case OPT_NAME:
-		if (!name_ok(arg))
-			return bad("--name '%s': use 1-63 letters, digits, '-' or '_'", arg);
-		o->name = arg;
-		return 0;
-	case OPT_NETDEV: o->netdev = arg; return 0;
-	case OPT_ADDR: o->addr = arg; return 0;
-	case OPT_PORT:
-		if (parse_u64(arg, 1, 65535, &v))
-			return bad("--port '%s': want a UDP port 1..65535", arg);
-		o->port = (uint16_t)v;
-		return 0;
 	case OPT_POLICY:
 		if (strcmp(arg, "stall") && strcmp(arg, "rnr"))
 			return bad("--fault-policy '%s': want stall or rnr", arg);
@@ -236,22 +227,6 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 	case OPT_DELAY: o->fault_delay = arg; return 0;
 	case OPT_FAIL: o->fault_fail_rate = arg; return 0;
 	case OPT_EVICT: o->evict_rate = arg; return 0;
-	case OPT_SEED:
-		if (parse_u64(arg, 0, UINT64_MAX, &o->seed))
-			return bad("--seed '%s': want an unsigned number", arg);
-		return 0;
-	case OPT_FG: o->foreground = true; return 0;
-	case OPT_LOG:
-		if ((o->log_level = parse_level(arg)) < 0)
-			return bad("--log-level '%s': want err, warn, info or debug", arg);
-		return 0;
-	case OPT_RUNDIR: o->rundir = arg; return 0;
-	case OPT_GROUP:
-		if (parse_group(arg, &o->group_gid))
-			return bad("--group '%s': no such group (give a group name from the "
-				   "group database, getent group, or a numeric gid)", arg);
-		o->group = arg;
-		return 0;
 	case OPT_NO_GSO: o->no_gso = true; return 0;
 	case OPT_NO_GRO: o->no_gro = true; return 0;
 	case OPT_FAULT_THREAD: o->fault_thread = true; return 0;
@@ -276,6 +251,44 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 		return 0;
 	}
 	return -1;
+}
+
+/* The device's identity, its address and the process; the rest: one_engine. */
+static int one(struct emu_options *o, int c, const char *name, const char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_NAME:
+		if (!name_ok(arg))
+			return bad("--name '%s': use 1-63 letters, digits, '-' or '_'", arg);
+		o->name = arg;
+		return 0;
+	case OPT_NETDEV: o->netdev = arg; return 0;
+	case OPT_ADDR: o->addr = arg; return 0;
+	case OPT_PORT:
+		if (parse_u64(arg, 1, 65535, &v))
+			return bad("--port '%s': want a UDP port 1..65535", arg);
+		o->port = (uint16_t)v;
+		return 0;
+	case OPT_SEED:
+		if (parse_u64(arg, 0, UINT64_MAX, &o->seed))
+			return bad("--seed '%s': want an unsigned number", arg);
+		return 0;
+	case OPT_FG: o->foreground = true; return 0;
+	case OPT_LOG:
+		if ((o->log_level = parse_level(arg)) < 0)
+			return bad("--log-level '%s': want err, warn, info or debug", arg);
+		return 0;
+	case OPT_RUNDIR: o->rundir = arg; return 0;
+	case OPT_GROUP:
+		if (parse_group(arg, &o->group_gid))
+			return bad("--group '%s': no such group (give a group name from the "
+				   "group database, getent group, or a numeric gid)", arg);
+		o->group = arg;
+		return 0;
+	}
+	return one_engine(o, c, name, arg);
 }
 
 int emu_options_parse(int argc, char **argv, struct emu_options *o)

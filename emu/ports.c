@@ -25,16 +25,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "answers.h"
+#include "host/answers.h"
 #include "daemon.h"
-#include "fault.h"
+#include "host/fault.h"
 #include "log.h"
 #include "nic.h"
-#include "persist.h"
+#include "host/persist.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
-#include "udp.h"
+#include "io/udp.h"
 
 /* The session of a client id, through a one-entry cache (emu_session_close clears it). */
 static struct emu_session *session_of(struct emu_daemon *d, uint32_t client)

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "wire.h"
+#include "inject/wire.h"
 
 struct emu_daemon;
 struct nic_ports;

@@ -17,11 +17,11 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
-#include "notifier.h"
+#include "host/notifier.h"
 #include "session.h"
-#include "lease.h"
-#include "orphan.h"
-#include "watch.h"
+#include "host/lease.h"
+#include "host/orphan.h"
+#include "host/watch.h"
 #include "verbs.h"
 
 /* Every armed multishot poll of a session counts; the struct is freed only when the session

@@ -36,7 +36,7 @@
 #include "ipc.h"
 #include "ipc_db.h"
 #include "interval.h"
-#include "loop.h"
+#include "io/loop.h"
 #include "rings.h"
 
 struct emu_cm_conn;

@@ -19,14 +19,14 @@
 #include "ipc_ring.h"
 #include "log.h"
 #include "nic.h"
-#include "notifier.h"
+#include "host/notifier.h"
 #include "ports.h"
 #include "rings.h"
 #include "session.h"
 #include "verbs.h"
-#include "lease.h"
+#include "host/lease.h"
 #include "limits.h"
-#include "watch.h"
+#include "host/watch.h"
 
 
 static int ok(struct emu_req *r, const void *body, size_t len)

@@ -340,11 +340,11 @@ struct ipc_counters_rep {
  * holding the current value, in the flag's syntax. */
 struct ipc_inject_req {
 	char key[32];			/* "fault-delay-us", "fault-fail-rate", "evict-rate",
-					 * "fault-policy", "wire-loss", ... (emu/wire.h) */
+					 * "fault-policy", "wire-loss", ... (emu/inject/wire.h) */
 	char value[64];
 };
 
-/* ---- the connection manager (emu/cm*.c; docs/rdmacm.md) ----
+/* ---- the connection manager (emu/cm/; docs/rdmacm.md) ----
  * Every request names its object in hdr.handle where it acts on one; the requests that
  * make one (CM_CHANNEL, CM_LISTEN, CM_CONNECT) reply with struct ipc_handle_rep.
  * CM_CHANNEL: fd[0] = the daemon's end of a SOCK_SEQPACKET socket on which it sends one

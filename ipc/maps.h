@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * maps — the one reader of /proc/PID/maps, for the library (its own VMAs: lib/maps.c) and
- * the daemon (a client's, job after job: emu/fault_resolve.c; a held brk's or shmdt's
- * caller: emu/watch.c; a persistent FLUSH's range: emu/persist.c; its own, counted
+ * the daemon (a client's, job after job: emu/host/fault_resolve.c; a held brk's or shmdt's
+ * caller: emu/host/watch.c; a persistent FLUSH's range: emu/host/persist.c; its own, counted
  * against vm.max_map_count: emu/limits.c). A walk hands over the VMAs that meet [lo, hi),
  * in address order, one at a time, from a descriptor the caller opened and keeps (opening
  * /proc/PID/maps costs more than a whole PROCMAP_QUERY walk).

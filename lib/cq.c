@@ -55,20 +55,9 @@ static int create(struct lib_context *c, int cqe, struct odpemu_comp_channel *ch
 		  struct ipc_create_cq_rep *rep, void **map)
 {
 	struct ipc_create_cq_req req = { .cqe = (uint32_t)cqe, .channel = ch ? ch->handle : 0 };
-	int fd;
-	struct lib_call call = {
-		.op = IPC_CREATE_CQ, .req = &req, .req_len = sizeof(req),
-		.rep = rep, .rep_min = sizeof(*rep), .rep_cap = sizeof(*rep),
-		.rfds = &fd, .nrfds = 1,
-	};
-	int rc = lib_call(c, &call);
 
-	if (rc)
-		return rc;
-	*map = lib_map_fd(fd, rep->map_len, &rc);
-	if (rc)
-		lib_call_destroy(c, IPC_DESTROY_CQ, rep->handle);
-	return rc;
+	return lib_call_ring(c, IPC_CREATE_CQ, IPC_DESTROY_CQ, &req, sizeof(req), rep,
+			     sizeof(*rep), &rep->handle, &rep->map_len, map);
 }
 
 static struct lib_cq *cq_new(struct lib_context *c, const struct ipc_create_cq_rep *rep,

@@ -219,6 +219,26 @@ int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle)
 	return rc == -ENODEV ? 0 : rc;
 }
 
+int lib_call_ring(struct lib_context *c, uint16_t op, uint16_t destroy_op, const void *req,
+		  size_t req_len, void *rep, size_t rep_len, uint32_t *handle,
+		  uint32_t *map_len, void **map)
+{
+	int fd;
+	struct lib_call call = {
+		.op = op, .req = req, .req_len = req_len,
+		.rep = rep, .rep_min = rep_len, .rep_cap = rep_len,
+		.rfds = &fd, .nrfds = 1,
+	};
+	int rc = lib_call(c, &call);
+
+	if (rc)
+		return rc;
+	*map = lib_map_fd(fd, *map_len, &rc);
+	if (rc)
+		lib_call_destroy(c, destroy_op, *handle);
+	return rc;
+}
+
 int lib_destroy_handle(struct lib_context *c, uint16_t op, struct lib_table *t, uint32_t handle)
 {
 	void *obj;

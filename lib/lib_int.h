@@ -136,6 +136,12 @@ struct lib_call {
 int lib_call(struct lib_context *c, struct lib_call *call);
 /* A destroy request: the daemon being gone counts as success (it freed everything). */
 int lib_call_destroy(struct lib_context *c, uint16_t op, uint32_t handle);
+/* Create a daemon object that comes with a shared ring (CQ, QP, SRQ): call op, map the
+ * ring memfd of the reply into *map, and destroy the object again (destroy_op) when the
+ * map fails, so nothing is left at the daemon. handle and map_len point into rep. */
+int lib_call_ring(struct lib_context *c, uint16_t op, uint16_t destroy_op, const void *req,
+		  size_t req_len, void *rep, size_t rep_len, uint32_t *handle,
+		  uint32_t *map_len, void **map);
 /* Destroy an object at the daemon and take it out of its handle table (first, so that a
  * handle the daemon reuses at once never meets our old entry; put back if the daemon
  * refuses). 0 or -errno (the object is untouched on failure). */
@@ -181,7 +187,7 @@ struct lib_mr {
  * watch or lease): 0, -EXDEV (another daemon has it), -ENODEV, -errno. */
 int lib_supervise(struct odpemu_context *context);
 /* context is closing: if its daemon holds the listener, later watches are ENODEV (the
- * daemon keeps answering the process's held calls until it exits: emu/orphan.h). */
+ * daemon keeps answering the process's held calls until it exits: emu/host/orphan.h). */
 void lib_watch_closing(struct odpemu_context *context);
 
 struct lib_cq {

@@ -68,20 +68,9 @@ static int create(struct lib_context *c, struct odpemu_pd *pd,
 		.max_inline_data = init->cap.max_inline_data,
 		.sq_sig_all = init->sq_sig_all ? 1 : 0, .fault_policy = init->fault_policy,
 	};
-	int fd;
-	struct lib_call call = {
-		.op = IPC_CREATE_QP, .req = &req, .req_len = sizeof(req),
-		.rep = rep, .rep_min = sizeof(*rep), .rep_cap = sizeof(*rep),
-		.rfds = &fd, .nrfds = 1,
-	};
-	int rc = lib_call(c, &call);
 
-	if (rc)
-		return rc;
-	*map = lib_map_fd(fd, rep->map_len, &rc);
-	if (rc)
-		lib_call_destroy(c, IPC_DESTROY_QP, rep->handle);
-	return rc;
+	return lib_call_ring(c, IPC_CREATE_QP, IPC_DESTROY_QP, &req, sizeof(req), rep,
+			     sizeof(*rep), &rep->handle, &rep->map_len, map);
 }
 
 static struct lib_qp *qp_new(struct lib_context *c, const struct ipc_create_qp_rep *rep,

@@ -46,20 +46,9 @@ static int create(struct lib_context *c, struct odpemu_pd *pd, const struct odpe
 		.pd = pd->handle, .max_wr = a->max_wr, .max_sge = a->max_sge,
 		.srq_limit = a->srq_limit,
 	};
-	int fd;
-	struct lib_call call = {
-		.op = IPC_CREATE_SRQ, .req = &req, .req_len = sizeof(req),
-		.rep = rep, .rep_min = sizeof(*rep), .rep_cap = sizeof(*rep),
-		.rfds = &fd, .nrfds = 1,
-	};
-	int rc = lib_call(c, &call);
 
-	if (rc)
-		return rc;
-	*map = lib_map_fd(fd, rep->map_len, &rc);
-	if (rc)
-		lib_call_destroy(c, IPC_DESTROY_SRQ, rep->handle);
-	return rc;
+	return lib_call_ring(c, IPC_CREATE_SRQ, IPC_DESTROY_SRQ, &req, sizeof(req), rep,
+			     sizeof(*rep), &rep->handle, &rep->map_len, map);
 }
 
 static struct lib_srq *srq_new(struct lib_context *c, const struct ipc_create_srq_rep *rep,

@@ -36,7 +36,7 @@ static pid_t supervised_pid;			/* a fork child installs its own */
  * listener and a thread that sleeps on the daemon's pidfd; from then on it lets every
  * held call run, forever. It never makes a held call itself: its buffers are static, it
  * allocates nothing. (When the context whose daemon holds the listener closes, that
- * daemon keeps answering until the process exits, emu/orphan.h: a thread of ours could
+ * daemon keeps answering until the process exits, emu/host/orphan.h: a thread of ours could
  * be stopped, by LeakSanitizer at exit say, while another task of the process unmaps.) */
 static int listener_copy = -1, daemon_pidfd = -1;
 /* The ids of the calls the daemon holds for a lease (ipc_supervise_req; it writes them):
@@ -125,7 +125,7 @@ static void keep_fallback(struct lib_context *c, int listener)
 }
 
 /* The filter: the calls that can change a mapping are held for the daemon (user
- * notification), which works out what each one changes (emu/watch.c); everything else
+ * notification), which works out what each one changes (emu/host/watch.c); everything else
  * runs. Arguments are tested on their low word (x86-64 is little-endian) where the kernel
  * reads an int (madvise's advice, mmap's and shmat's flags).
  *

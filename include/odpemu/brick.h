@@ -88,7 +88,7 @@ int brick_connect(const char *host, const char *port, const struct brick_connect
 void brick_close(struct brick_conn *c);
 const struct brick_info *brick_conn_info(const struct brick_conn *c);
 uint32_t brick_conn_depth(const struct brick_conn *c);
-/* The wire status of the last reply (enum brick_status of tools/brick/wire.h, 0: OK;
+/* The wire status of the last reply (enum brick_status of brick/wire.h, 0: OK;
  * 0 too when the last request got no reply or one that could not be decoded). */
 uint32_t brick_status(const struct brick_conn *c);
 const char *brick_status_text(uint32_t status);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * odpemu's connection manager calls: rdma_cm's wire protocol (IB CM MADs on QP1), run by
- * the daemon for the device (emu/cm*.c). The drop-in librdmacm is built on these; a test
+ * the daemon for the device (emu/cm/). The drop-in librdmacm is built on these; a test
  * or a tool can use them directly. Addresses are GIDs (IPv4-mapped for IPv4) and ports;
  * QPs are described as the CM messages describe them, and moving a QP through its states
  * stays the caller's job (as librdmacm does it with ibv_modify_qp).

@@ -1105,7 +1105,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	default_path("ODPEMUD", "../../emu/odpemud", "");
 	default_path("ODPEMU_COMPAT_DIR", "../../compat", "/libibverbs.so.1");
-	default_path("ODPEMU_BRICK", "../../tools/brick/odpemu-brick", "");
+	default_path("ODPEMU_BRICK", "../../brick/odpemu-brick", "");
 	default_path("ODPEMU_BRICK_CLIENT", "brick-bench-client", "");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	t.watchdog_s = cfg.quick ? 1200 : 2400;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The brick's allocation map (tools/brick/meta.h), on logs in a directory made in the
+ * The brick's allocation map (brick/meta.h), on logs in a directory made in the
  * test's working directory (the build tree) and removed at the end:
  *  - create and reopen; alloc, free, lookup and each error; the lowest free slot;
  *  - extents: runs merged and split, pagination, `from` inside a run, ids 0 and the top;

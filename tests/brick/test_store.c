@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The brick's store (tools/brick/store.h), on a file in the build tree's filesystem (the
+ * The brick's store (brick/store.h), on a file in the build tree's filesystem (the
  * test's working directory; tmpfs has no write-back):
  *  - 64 MiB (32 blocks) with an 8 MiB budget: 16 blocks written through the mapping, two
  *    of them pinned; enforce evicts the coldest unpinned ones (oldest release first) until

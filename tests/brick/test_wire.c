@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The brick's wire codec (tools/brick/wire.h):
+ * The brick's wire codec (brick/wire.h):
  *  - every op's request and OK reply, and error replies, round-trip (LIST with 0, 1 and
  *    BRICK_LIST_MAX extents: the largest message, which fits BRICK_MSG_MAX), decoded
  *    from an odd address (the codec must not assume alignment: UBSan);

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fault.h"
+#include "host/fault.h"
 #include "t.h"
 
 #define P 4096ull
@@ -268,7 +268,7 @@ static void test_max_maps(struct emu_fault *f, const struct target *tg)
 }
 
 /* The longest line of /proc/PID/maps, to be sure the deep mapping's line is longer than the
- * text reader's 8 KiB buffer (MAPS_BUF in emu/fault.c). */
+ * text reader's 8 KiB buffer (MAPS_BUF in emu/host/fault.c). */
 static size_t longest_line(pid_t pid)
 {
 	char path[64], buf[4096];

@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "inject.h"
+#include "inject/inject.h"
 #include "t.h"
 
 static void test_rng(uint64_t seed)

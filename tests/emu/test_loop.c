@@ -6,7 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "io/loop.h"
 #include "t.h"
 
 struct probe {

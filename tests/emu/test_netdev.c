@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loop.h"
-#include "netdev.h"
+#include "io/loop.h"
+#include "io/netdev.h"
 #include "t.h"
 #include "tnet.h"
 

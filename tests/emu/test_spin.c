@@ -4,7 +4,7 @@
  * (bridging ping-pong gaps, giving up on gaps too long to bridge, ignoring the pauses
  * inside a burst).
  */
-#include "spin.h"
+#include "io/spin.h"
 #include "t.h"
 
 #define US 1000ull

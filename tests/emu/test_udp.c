@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "icrc.h"
-#include "loop.h"
+#include "io/loop.h"
 #include "t.h"
 #include "tnet.h"
-#include "udp.h"
+#include "io/udp.h"
 
 #define COUNT 1000u
 #define WINDOW 64u		/* sent but not yet received, per direction: no socket overflow */

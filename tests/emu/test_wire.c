@@ -12,7 +12,7 @@
 #include "headers.h"
 #include "opcode.h"
 #include "t.h"
-#include "wire.h"
+#include "inject/wire.h"
 
 #define MS 1000000ull
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer target for the brick's wire codec (tools/brick/wire.h): every input is decoded
+/* libFuzzer target for the brick's wire codec (brick/wire.h): every input is decoded
  * as a request (what odpemu-brick does with each SEND) and as a reply (what the initiator's
  * library does). Besides "no crash, no out-of-bounds read" (ASan, UBSan): whatever decodes
  * must encode back to the same bytes, since decoding is strict and a field or reserved

@@ -13,7 +13,7 @@
 #include "ports.h"
 #include "roce.h"
 #include "session.h"
-#include "udp_int.h"	/* sizeof(struct emu_udp): COUNTERS reads its statistics */
+#include "io/udp_int.h"	/* sizeof(struct emu_udp): COUNTERS reads its statistics */
 
 #define MAX_JOBS	4096	/* page requests waiting for an answer, at most */
 #define ANSWER_ROUNDS	16

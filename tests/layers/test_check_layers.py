@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tools/check-layers on a tiny fake tree and its fake introspection (no meson run): the
+"""tools/ci/check-layers on a tiny fake tree and its fake introspection (no meson run): the
 crossings it must list, the lines it must not, headers of one name in several layers
 told apart by the search path, an include folder flagged before anything includes from
 it, a folder no layer covers, files no target reaches, the build-directory form and the
@@ -36,7 +36,7 @@ FILES = {
     "tools/ctl/main.c": '#include "ctl.h"\n#include <rundir.h>\n#include <stdio.h>\n',
     "compat/verbs/device.c": '#include <string.h>\n#include "odpemu/types.h"\n'
                              '#include "ipc.h"\n',
-    "brick/store.c": '#include "odpemu/types.h"\n',
+    "widget/store.c": '#include "odpemu/types.h"\n',
     "tests/t.c": '#include "wire.h"\n#include "ctl.h"\n',
     "build/emu/version.h": "/* generated */\n",
 }
@@ -64,7 +64,7 @@ def targets(root):
                          ["compat/verbs", "include", "ipc"]),
         "nic": target(root, "nic", "nic", ["nic/qp.c"], ["nic", "proto", "pagetable", "emu"]),
         "engine": target(root, "engine", "nic", ["nic/engine/x.c"], ["nic/engine", "emu", "nic"]),
-        "brick": target(root, "brick", "brick", ["brick/store.c"], ["include"]),
+        "widget": target(root, "widget", "widget", ["widget/store.c"], ["include"]),
         "t": target(root, "t", "tests", ["tests/t.c"], ["emu", "lib", "nic"]),
         "man": {"name": "man", "type": "custom",
                 "defined_in": os.path.join(root, "docs/meson.build"),
@@ -129,7 +129,7 @@ def main():
             r"^nic/meson\.build: target 'engine' searches emu/ \(-I emu\): nic -> emu",
             r'^nic/engine/x\.c:1: #include "wire\.h" finds emu/wire\.h \(target '
             r"'engine'\): nic -> emu is not an arrow",
-            r"^brick/meson\.build: target 'brick' is in no layer: add a row for brick/",
+            r"^widget/meson\.build: target 'widget' is in no layer: add a row for widget/",
         ]
         for w in want:
             check(any(re.search(w, l) for l in lines), "listed: " + w, out)

@@ -3,7 +3,7 @@
  * Live-capture conformance: what two real daemons put on the wire is RoCEv2 as Wireshark
  * and scapy understand it. dumpcap records host a's interface (its veth, or lo without
  * namespaces) while every RC verb runs on pinned and ODP MRs with single- and multi-packet
- * sizes, every byte checked, and while the daemons' connection managers (emu/cm*.c, driven
+ * sizes, every byte checked, and while the daemons' connection managers (emu/cm/, driven
  * through include/odpemu/cm.h as test_cm.c does) exchange their MADs: one connection from
  * a to a listener on b accepted, established and disconnected (REQ, REP, RTU, DREQ, DREP),
  * and one to a port nobody listens on, rejected (REJ, reason 8 INVALID_SERVICE_ID). Then:

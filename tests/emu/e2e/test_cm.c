@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Connections through the daemons' connection managers (emu/cm*.c), with libodpemu's CM
+ * Connections through the daemons' connection managers (emu/cm/), with libodpemu's CM
  * calls (include/odpemu/cm.h), as librdmacm will drive them:
  *  - listen (port chosen by the daemon), connect with private data; CONNECT_REQUEST shows
  *    the initiator's QP, PSN, addresses and data; accept; CONNECT_RESPONSE shows the

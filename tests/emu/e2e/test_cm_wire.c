@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The connection manager on the wire (emu/cm.c), against a peer CM played by this test: a
+ * The connection manager on the wire (emu/cm/cm.c), against a peer CM played by this test: a
  * UDP socket on another address of host a, at the daemons' port, that sends CM MADs to
  * daemon b's QP1 as a RoCE NIC's kernel does (UD SEND_ONLY, Q_Key 0x80010000, ICRC) and
  * reads what comes back. With no listener, daemon b answers as Linux's ib_cm answers a CM
@@ -260,7 +260,7 @@ static struct cm_msg sidr_req(struct peer *p, uint64_t tid, uint32_t request_id,
 	return m;
 }
 
-/* The UDP port space with a listener (emu/cm_sidr.c): SIDR_REQ -> CONNECT_REQUEST with the
+/* The UDP port space with a listener (emu/cm/cm_sidr.c): SIDR_REQ -> CONNECT_REQUEST with the
  * private data after the IP header; a retransmission before the answer is a duplicate;
  * accept -> SIDR_REP success with the QPN and Q_Key, sent again for a late duplicate;
  * reject -> SIDR_REP status 2 (rejected) with the private data. */

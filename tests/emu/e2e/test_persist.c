@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A persistent FLUSH is durable when it completes (emu/persist.h): host 1's memory takes
+ * A persistent FLUSH is durable when it completes (emu/host/persist.h): host 1's memory takes
  * RDMA WRITEs from host 0, then a FLUSH with placement type persistence.
  *  - a file mapped MAP_SHARED (on the build machine's disk, not tmpfs) under an ODP MR
  *    and under a pinned MR: after the WRITEs the file has dirty pages in the page cache;

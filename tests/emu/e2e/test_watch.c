@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The mapping-change notifier (emu/watch.c, lib/watch.c; docs/regcache.md): "if any
+ * The mapping-change notifier (emu/host/watch.c, lib/watch.c; docs/regcache.md): "if any
  * mapping in X..Y changes, write 1 to Z", with Z checked by the thread that made the
  * change right after its call returns:
  *  - munmap, madvise(MADV_DONTNEED / MADV_FREE), mremap (moved away), mmap(MAP_FIXED) over

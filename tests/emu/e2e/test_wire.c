@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Wire injection between two real daemons (emu/wire.h), RC WRITEs of 64 KiB from host 0
+ * Wire injection between two real daemons (emu/inject/wire.h), RC WRITEs of 64 KiB from host 0
  * to host 1, one at a time, every byte checked:
  *  - host 0 starts with --wire-loss 0.05 --seed 7: every WRITE completes, retransmits > 0,
  *    wire_dropped > 0 and exactly the drops the seeded decision function gives for the
@@ -30,7 +30,7 @@
 #include "opcode.h"
 #include "ops.h"
 #include "t.h"
-#include "wire.h"
+#include "inject/wire.h"
 
 #define LEN (1u << 20)
 #define MSG (64u << 10)		/* 16 packets at MTU 4096 */

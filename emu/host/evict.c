@@ -7,7 +7,7 @@
  */
 #include "daemon.h"
 #include "evict.h"
-#include "inject.h"
+#include "inject/inject.h"
 #include "nic.h"
 #include "session.h"
 

@@ -74,7 +74,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "inject.h"
+#include "inject/inject.h"
 #include "iopt.h"
 
 #define EMU_FAULT_MAX_MAPS 64

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "loop.h"
+#include "io/loop.h"
 
 struct emu_daemon;
 struct emu_fault_job;

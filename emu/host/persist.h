@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "loop.h"
+#include "io/loop.h"
 
 struct emu_daemon;
 struct emu_persist;

@@ -14,7 +14,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
-#include "loop.h"
+#include "io/loop.h"
 #include "session.h"
 #include "verbs.h"
 
