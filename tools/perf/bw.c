@@ -59,37 +59,10 @@ static void post_one(struct perf_run *r, uint64_t i)
 		rc_before(r, i, ls);
 	if (buf)
 		sge.lkey = area_lkey(&r->local, ls);
-	switch (r->cfg->test) {
-	case PERF_WRITE:
-	case PERF_SEND:
-		if (r->cfg->verify && !r->cfg->regcache)
-			pattern_fill(buf, r->size, i);
-		wr.opcode = r->cfg->test == PERF_WRITE ? ODPEMU_WR_RDMA_WRITE : ODPEMU_WR_SEND;
-		if (r->size <= r->cfg->inline_size)
-			wr.send_flags |= ODPEMU_SEND_INLINE;
-		break;
-	case PERF_READ:
-		wr.opcode = ODPEMU_WR_RDMA_READ;
-		break;
-	case PERF_ATOMIC:
-		wr.opcode = ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
-		wr.wr.atomic.remote_addr = remote_addr(r, i);
-		wr.wr.atomic.compare_add = 1;
-		wr.wr.atomic.rkey = r->peer.rkey;
-		break;
-	case PERF_FLUSH:
-		wr.opcode = ODPEMU_WR_FLUSH;
-		wr.num_sge = 0;
-		wr.wr.flush.remote_addr = remote_addr(r, i);
-		wr.wr.flush.rkey = r->peer.rkey;
-		wr.wr.flush.len = (uint32_t)r->size;
-		wr.wr.flush.type = 1;	/* global visibility */
-		break;
-	}
-	if (r->cfg->test == PERF_WRITE || r->cfg->test == PERF_READ) {
-		wr.wr.rdma.remote_addr = remote_addr(r, i);
-		wr.wr.rdma.rkey = r->peer.rkey;
-	}
+	run_wr_target(r, &wr, remote_addr(r, i));
+	if ((r->cfg->test == PERF_WRITE || r->cfg->test == PERF_SEND) && r->cfg->verify &&
+	    !r->cfg->regcache)
+		pattern_fill(buf, r->size, i);
 	run_post_send(r, (unsigned)(i % r->cfg->qps), &wr);
 }
 

@@ -54,32 +54,7 @@ static void post_op(struct perf_run *r, uint64_t i, uint8_t *buf)
 	struct odpemu_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
 				     .send_flags = ODPEMU_SEND_SIGNALED };
 
-	switch (r->cfg->test) {
-	case PERF_WRITE: wr.opcode = ODPEMU_WR_RDMA_WRITE; break;
-	case PERF_SEND: wr.opcode = ODPEMU_WR_SEND; break;
-	case PERF_READ: wr.opcode = ODPEMU_WR_RDMA_READ; break;
-	case PERF_ATOMIC:
-		wr.opcode = ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
-		wr.wr.atomic.remote_addr = remote_addr(r, i);
-		wr.wr.atomic.compare_add = 1;
-		wr.wr.atomic.rkey = r->peer.rkey;
-		break;
-	case PERF_FLUSH:
-		wr.opcode = ODPEMU_WR_FLUSH;
-		wr.num_sge = 0;
-		wr.wr.flush.remote_addr = remote_addr(r, i);
-		wr.wr.flush.rkey = r->peer.rkey;
-		wr.wr.flush.len = (uint32_t)r->size;
-		wr.wr.flush.type = 1;
-		break;
-	}
-	if (r->cfg->test == PERF_WRITE || r->cfg->test == PERF_READ) {
-		wr.wr.rdma.remote_addr = remote_addr(r, i);
-		wr.wr.rdma.rkey = r->peer.rkey;
-	}
-	if ((r->cfg->test == PERF_WRITE || r->cfg->test == PERF_SEND) &&
-	    r->size <= r->cfg->inline_size)
-		wr.send_flags |= ODPEMU_SEND_INLINE;
+	run_wr_target(r, &wr, remote_addr(r, i));
 	run_post_send(r, 0, &wr);
 }
 

@@ -88,6 +88,39 @@ void run_wc_fail(struct perf_run *r, const struct odpemu_wc *wc)
 		 hint(wc->status));
 }
 
+void run_wr_target(const struct perf_run *r, struct odpemu_send_wr *wr, uint64_t raddr)
+{
+	switch (r->cfg->test) {
+	case PERF_WRITE:
+		wr->opcode = ODPEMU_WR_RDMA_WRITE;
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = r->peer.rkey;
+		break;
+	case PERF_SEND: wr->opcode = ODPEMU_WR_SEND; break;
+	case PERF_READ:
+		wr->opcode = ODPEMU_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = r->peer.rkey;
+		return;
+	case PERF_ATOMIC:
+		wr->opcode = ODPEMU_WR_ATOMIC_FETCH_AND_ADD;
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.compare_add = 1;
+		wr->wr.atomic.rkey = r->peer.rkey;
+		return;
+	case PERF_FLUSH:
+		wr->opcode = ODPEMU_WR_FLUSH;
+		wr->num_sge = 0;
+		wr->wr.flush.remote_addr = raddr;
+		wr->wr.flush.rkey = r->peer.rkey;
+		wr->wr.flush.len = (uint32_t)r->size;
+		wr->wr.flush.type = 1;	/* global visibility */
+		return;
+	}
+	if (r->size <= r->cfg->inline_size)	/* WRITE, SEND: --inline */
+		wr->send_flags |= ODPEMU_SEND_INLINE;
+}
+
 void run_post_send(struct perf_run *r, unsigned q, struct odpemu_send_wr *wr)
 {
 	struct odpemu_send_wr *bad;

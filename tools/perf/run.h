@@ -55,6 +55,10 @@ void run_wc_fail(struct perf_run *r, const struct odpemu_wc *wc) __attribute__((
 bool run_check_data(struct perf_run *r, const uint8_t *buf, uint64_t iter, const char *where);
 /* Post one send WR; dies on failure. */
 void run_post_send(struct perf_run *r, unsigned q, struct odpemu_send_wr *wr);
+/* The opcode of the run's test, its remote target at raddr in the peer's region (READ,
+ * WRITE, atomic, FLUSH) and INLINE for a WRITE or SEND up to --inline: what every message
+ * of a run posts. */
+void run_wr_target(const struct perf_run *r, struct odpemu_send_wr *wr, uint64_t raddr);
 void run_post_recv(struct perf_run *r, unsigned q, uint64_t wr_id, uint8_t *buf, uint32_t lkey,
 		   uint64_t len);
 /* Poll the CQ for up to max completions, failing the run on an error status. */
