@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * odpemu-ctl against two real daemons: list, devinfo, stat (text and JSON), inject
- * (accepted, refused with the daemon's reason, the wire knobs, the list without knobs),
- * watch bounded by -n, and the errors a user
- * meets (no daemon, no such device, qp/mr scope not available yet).
+ * odpemu-ctl against two real daemons: list, devinfo, stat (text and JSON; the device
+ * counters' names and order against tests/tools/counter_names.txt), inject (accepted,
+ * refused with the daemon's reason, the wire knobs, the list without knobs), watch bounded
+ * by -n, and the errors a user meets (no daemon, no such device, qp/mr scope not
+ * available yet).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,33 @@ static void test_stat(void)
 	expect((const char *const[]){ "stat", "bogus", NULL }, 2, "unknown object 'bogus'");
 }
 
+/* The device counters' names and order are an interface: a fresh daemon's list is
+ * tests/tools/counter_names.txt (ODPEMU_COUNTER_NAMES), histogram buckets left out. */
+static void test_counter_names(void)
+{
+	const char *golden = getenv("ODPEMU_COUNTER_NAMES");
+	static char got[16384], want[16384];
+	FILE *f = golden ? fopen(golden, "r") : NULL;
+	char line[128], *out;
+	size_t n = 0;
+
+	T_CHECK(f != NULL, "ODPEMU_COUNTER_NAMES: cannot open '%s'", golden ? golden : "(unset)");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '#' && n + strlen(line) < sizeof(want))
+			n += (size_t)snprintf(want + n, sizeof(want) - n, "%s", line);
+	fclose(f);
+	if (n && want[n - 1] == '\n')
+		want[n - 1] = '\0';
+	T_EQ(ctl((const char *const[]){ "stat", "-d", env.host[0].name, "--json", NULL }, NULL,
+		 &out), 0, "stat --json exit");
+	T_EQ(tr_json(out, "\"\\n\".join(k for k in d[\"devices\"][0][\"counters\"] "
+		     "if \"_lt_\" not in k)", got, sizeof(got)), 0, "the counter names");
+	T_CHECK(!strcmp(got, want), "device counters differ from %s:\n%s", golden, got);
+	free(out);
+}
+
 static void test_inject(void)
 {
 	expect((const char *const[]){ "inject", "-d", env.host[1].name, "--fault-delay-us", "5",
@@ -192,6 +220,7 @@ int main(void)
 	h_up(&env, NULL, NULL, 120);
 	test_list_devinfo();
 	test_stat();
+	test_counter_names();
 	test_inject();
 	test_default_device();
 	test_watch();
