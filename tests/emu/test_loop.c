@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* emu/loop: emu_loop_cancel — after it returns, no completion of the cancelled emu_io is
  * dispatched, whether its request was queued, armed, or had completions waiting in the CQ,
- * and also when called from a completion callback. */
+ * and also when called from a completion callback; and the step — it runs before each look
+ * at the CQ, so no completion is dispatched before a step that began after it was posted. */
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -97,10 +98,77 @@ static void test_cancel_in_callback(void)
 	emu_loop_fini(&l);
 }
 
+/* The owner's state and the step's view of it: how often the step ran and what state it
+ * last saw. */
+struct witness {
+	unsigned state, steps, seen;
+};
+
+struct step_probe {
+	struct emu_io io;
+	struct witness *w;
+	unsigned seen_at_dispatch, steps_at_dispatch;	/* 0: not dispatched */
+	int chain_fd;		/* >= 0: the callback moves the state on and kicks this fd */
+};
+
+static void step_fn(void *arg)
+{
+	struct witness *w = arg;
+
+	w->steps++;
+	w->seen = w->state;
+}
+
+static void step_probe_fn(struct emu_io *io, const struct io_uring_cqe *cqe)
+{
+	struct step_probe *p = (struct step_probe *)io;
+
+	(void)cqe;
+	p->seen_at_dispatch = p->w->seen;
+	p->steps_at_dispatch = p->w->steps;
+	if (p->chain_fd >= 0) {
+		p->w->state++;
+		kick(p->chain_fd);
+		p->chain_fd = -1;
+	}
+}
+
+/* A completion is dispatched only after a step that saw the state its event was posted
+ * in; one posted from a callback waits for the next look and its step. */
+static void test_step(void)
+{
+	struct witness w = { 0 };
+	struct emu_loop l;
+	struct step_probe a = { .io.fn = step_probe_fn, .w = &w, .chain_fd = -1 };
+	struct step_probe b = { .io.fn = step_probe_fn, .w = &w, .chain_fd = -1 };
+	int fa = eventfd(0, EFD_NONBLOCK), fb = eventfd(0, EFD_NONBLOCK);
+	uint64_t end = emu_now_ns() + 1000000000ull;
+
+	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	emu_loop_set_step(&l, step_fn, &w);
+	emu_loop_poll_in(&l, fa, &a.io);
+	emu_loop_poll_in(&l, fb, &b.io);
+	io_uring_submit(&l.ring);
+	w.state = 1;
+	a.chain_fd = fb;	/* a's callback moves the state to 2 and posts b's event */
+	kick(fa);
+	for (int i = 0; i < 100 && !b.steps_at_dispatch && emu_now_ns() < end; i++)
+		emu_loop_run_once(&l, emu_now_ns() + 10000000);
+	T_EQ(a.seen_at_dispatch, 1, "a dispatched after a step that saw its event's state");
+	T_EQ(b.seen_at_dispatch, 2, "b dispatched after a step that saw its event's state");
+	T_CHECK(b.steps_at_dispatch > a.steps_at_dispatch,
+		"b, posted from a's callback, waited for the next look's step (steps %u, %u)",
+		a.steps_at_dispatch, b.steps_at_dispatch);
+	close(fa);
+	close(fb);
+	emu_loop_fini(&l);
+}
+
 int main(void)
 {
 	for (int stage = 0; stage < 3; stage++)
 		test_cancel(stage);
 	test_cancel_in_callback();
+	test_step();
 	return t_done("loop");
 }
