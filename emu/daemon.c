@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "host/answers.h"
+#include "check.h"
 #include "counters.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -400,14 +401,30 @@ static int apply_knobs(struct emu_daemon *d)
 	return 0;
 }
 
+/* No loop, no daemon: there is no other backend than io_uring (yet), so its refusal is
+ * the reason odpemud exits, said with its cause and remedy (check.h). */
 static int init_loop(struct emu_daemon *d)
 {
 	int rc = emu_loop_init(&d->loop, 256);
+	char why[600];
+
+	if (rc) {
+		emu_check_io_uring_reason(rc, why, sizeof(why));
+		emu_log(EMU_LOG_ERR, "%s", why);
+	} else {
+		emu_loop_set_step(&d->loop, loop_step, d);
+	}
+	return rc;
+}
+
+/* What the host gives and what degrades, once in the log (check.h); a bad ODPEMU_MASK is
+ * a usage error like a bad flag. Before any thread starts: the probes fork. */
+static int log_host_features(struct emu_daemon *d)
+{
+	int rc = emu_check_log_start();
 
 	if (rc)
-		emu_log(EMU_LOG_ERR, "cannot set up io_uring: %s", strerror(-rc));
-	else
-		emu_loop_set_step(&d->loop, loop_step, d);
+		d->usage_error = true;
 	return rc;
 }
 
@@ -526,6 +543,7 @@ static const struct start_stage {
 	{ "fault injection", init_inject, fini_inject },
 	{ "wire injection", init_wire, fini_wire },
 	{ "injection flags", apply_knobs, NULL },
+	{ "host features", log_host_features, NULL },
 	{ "interface", resolve_netdev, NULL },
 	{ "event loop", init_loop, fini_loop },
 	{ "status page", create_status_page, remove_status_page },

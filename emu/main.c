@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
@@ -80,6 +81,8 @@ int main(int argc, char **argv)
 	if ((rc = emu_options_parse(argc, argv, &opt)))
 		return rc > 0 ? 0 : 2;
 	emu_log_level = opt.log_level;
+	if (opt.check)
+		return emu_check_main(opt.json);
 	if (!opt.foreground && (rc = detach(&opt, &ready_fd))) {
 		fprintf(stderr, "odpemud: cannot detach: %s\n", strerror(-rc));
 		return 1;

@@ -21,6 +21,7 @@
 /* What --help prints (and a usage error points to). */
 static const char usage_text[] =
 "usage: odpemud --name NAME (--netdev IFNAME | --addr IP) [options]\n"
+"       odpemud --check [--json]\n"
 "\n"
 "odpemud is one soft RDMA NIC with On-Demand Paging (RoCEv2 over UDP). Applications reach\n"
 "it through libodpemu and its control socket <rundir>/NAME.sock.\n"
@@ -80,6 +81,13 @@ static const char usage_text[] =
 "  --foreground           stay in the foreground, log to stderr (default: detach once\n"
 "                         ready, log to <rundir>/NAME.log)\n"
 "  --log-level L          err, warn, info (default) or debug\n"
+"  --check                probe what this host gives odpemud and its clients (io_uring\n"
+"                         and its features, UDP offloads, PROCMAP_QUERY, userfaultfd,\n"
+"                         seccomp, ptrace access, ...), print a row per feature with its\n"
+"                         fallback and remedy, and exit: 0 when odpemud can run (maybe\n"
+"                         degraded), 1 when it cannot. ODPEMU_MASK=name,... reports the\n"
+"                         named features as absent (a test switch)\n"
+"  --json                 with --check: the report as one JSON document\n"
 "  --help, --version\n"
 "\n"
 "Injection knobs can also be changed at run time (odpemu_set_inject, odpemu-ctl inject).\n";
@@ -91,7 +99,8 @@ static void usage(FILE *f)
 
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
-	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_GROUP, OPT_HELP, OPT_VERSION, OPT_WIRE };
+	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_GROUP, OPT_HELP, OPT_VERSION, OPT_WIRE,
+	OPT_CHECK, OPT_JSON };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -121,6 +130,8 @@ static const struct option longopts[] = {
 	{ "wire-corrupt", required_argument, NULL, OPT_WIRE },
 	{ "wire-match", required_argument, NULL, OPT_WIRE },
 	{ "wire-peer", required_argument, NULL, OPT_WIRE },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -276,6 +287,8 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 			return bad("--seed '%s': want an unsigned number", arg);
 		return 0;
 	case OPT_FG: o->foreground = true; return 0;
+	case OPT_CHECK: o->check = true; return 0;
+	case OPT_JSON: o->json = true; return 0;
 	case OPT_LOG:
 		if ((o->log_level = parse_level(arg)) < 0)
 			return bad("--log-level '%s': want err, warn, info or debug", arg);
@@ -321,6 +334,10 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	}
 	if (optind < argc)
 		return bad("unexpected argument '%s'", argv[optind]);
+	if (o->json && !o->check)
+		return bad("--json: it goes with --check");
+	if (o->check)
+		return 0;	/* a report of the host: no device, no address */
 	if (o->netdev && o->addr)
 		return bad("%s: give --netdev or --addr, not both", "contradictory flags");
 	if (!o->netdev && !o->addr)

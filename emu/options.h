@@ -35,6 +35,8 @@ struct emu_options {
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 	bool no_gro;			/* --no-gro: no UDP_GRO on receive */
 	bool fault_thread;		/* --fault-thread: no inline fault resolution */
+	bool check;			/* --check: print the host feature report, exit */
+	bool json;			/* --json: that report as JSON (with --check only) */
 };
 
 /* Parse argv. 0: run; 1: done (--help/--version printed, exit 0); -1: error printed to
