@@ -118,9 +118,10 @@ static const struct emu_check_row rows[] = {
 	{ .name = "ptrace_scope", .needs = "Yama scope 0", .who = EMU_CHECK_DAEMON,
 	  .used_for = "reaching a client that has not named odpemud its tracer",
 	  .absent = EMU_CHECK_FALLBACK, .after = "process_vm",
-	  .without = "libodpemu names the daemon of each device it opens its tracer "
-		"(PR_SET_PTRACER), and a process has one: with devices of two daemons open, "
-		"only the last can reach its memory",
+	  .without = "libodpemu names the daemon of the device it opens its tracer "
+		"(PR_SET_PTRACER); a process that opens devices of two daemons declares "
+		"PR_SET_PTRACER_ANY instead (lib/tracer.c): every process of its uid may "
+		"then attach to it",
 	  .remedy = "sysctl -w kernel.yama.ptrace_scope=0, or CAP_SYS_PTRACE for odpemud "
 		"(setcap cap_sys_ptrace+ep, systemd AmbientCapabilities=CAP_SYS_PTRACE, docker "
 		"run --cap-add SYS_PTRACE)",

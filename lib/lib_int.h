@@ -150,6 +150,19 @@ int lib_destroy_handle(struct lib_context *c, uint16_t op, struct lib_table *t, 
  * event naming it was acknowledged (as ibv_destroy_* does). */
 int lib_destroy_tracked(struct lib_context *c, uint16_t op, struct lib_table *t,
 			uint32_t handle, struct lib_evc *evc);
+/* ---- Yama: the daemons that may read this process (tracer.c) ---- */
+#define LIB_TRACER_ANY ((pid_t)-1)
+enum lib_tracer_step {
+	LIB_TRACER_KEEP,		/* this daemon may already read us */
+	LIB_TRACER_DECLARE_PID,		/* the first daemon: name it */
+	LIB_TRACER_DECLARE_ANY,		/* a second daemon: one named tracer cannot serve both */
+};
+/* What opening a device of daemon pid `daemon` does, given the declaration so far
+ * (0: none, a pid, or LIB_TRACER_ANY). Pure: the mechanism's rule, unit-tested. */
+enum lib_tracer_step lib_tracer_next(pid_t declared, pid_t daemon);
+/* Apply it with prctl(PR_SET_PTRACER); without Yama (EINVAL) nothing is recorded. */
+void lib_tracer_allow(pid_t daemon);
+
 /* Fail the public way: errno = err, return err (positive). */
 int lib_fail(int err);
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -92,11 +91,9 @@ static int hello(struct lib_context *c)
 		rc = map_db(c, fds[3]);
 	else
 		close(fds[3]);
-	/* Yama (ptrace_scope 1) lets only a declared tracer process_vm_readv us. EINVAL
-	 * means no Yama; a process has one such tracer, so with two devices open the last
-	 * one wins unless the daemons have CAP_SYS_PTRACE (root). */
+	/* Yama (ptrace_scope 1): every daemon this process opens must be able to read it. */
 	if (!rc)
-		(void)prctl(PR_SET_PTRACER, (unsigned long)rep.daemon_pid, 0, 0, 0);
+		lib_tracer_allow((pid_t)rep.daemon_pid);
 	return rc;
 }
 
