@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -297,6 +298,11 @@ const void *lib_pin_registry(void);
 /* ---- userfaultfd for HELLO (uffd.c) ---- */
 /* A userfaultfd with the API handshake done, or -1 when the kernel refuses one. */
 int lib_uffd_open(void);
+
+/* ---- the library's threads (thread.c) ---- */
+/* Start fn(arg) on a detached thread with every signal blocked; return once fn has posted
+ * ready (it does so when its set-up is done), or after 10 s. 0 or -errno. */
+int lib_thread_spawn(void *(*fn)(void *), void *arg, sem_t *ready);
 
 /* ---- the process's userfaultfd and its relay thread (relay.c) ---- */
 /* For a new session: a duplicate of the process's userfaultfd and the daemon's end of a

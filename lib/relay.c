@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -36,6 +35,7 @@ static unsigned npeers;			/* slots used (some may be -1) */
  * the read that lets the unmapping thread go on, so that thread's next control request
  * can wait for them (lib_relay_settle). */
 static atomic_uint in_flight;
+static sem_t relay_ready;
 
 /* Forward one batch to every device; a device that cannot take it (dead daemon) is
  * dropped. Called with relay_lock held. */
@@ -56,6 +56,7 @@ static void *relay_thread(void *arg)
 	struct uffd_msg msg[IPC_UFFD_RELAY_MSGS];
 	int uffd = (int)(intptr_t)arg;
 
+	sem_post(&relay_ready);		/* set up: see thread.c */
 	for (;;) {
 		struct pollfd p = { .fd = uffd, .events = POLLIN };
 		ssize_t got;
@@ -78,9 +79,6 @@ static void *relay_thread(void *arg)
 /* Create the userfaultfd and the thread, once per process. Called with relay_lock. */
 static void start(void)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t t;
 	int fd;
 
 	relay_tried = true;
@@ -88,16 +86,11 @@ static void start(void)
 		return;
 	for (unsigned i = 0; i < MAX_PEERS; i++)
 		peers[i] = -1;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);	/* signals are the application's */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, relay_thread, (void *)(intptr_t)fd)) {
+	if (sem_init(&relay_ready, 0, 0) ||
+	    lib_thread_spawn(relay_thread, (void *)(intptr_t)fd, &relay_ready)) {
 		close(fd);
 		fd = -1;
 	}
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	relay_uffd = fd;
 }
 

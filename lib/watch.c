@@ -102,26 +102,13 @@ static void *answer_when_orphaned(void *arg)
  * thread would race the daemon for the calls (docs/regcache.md). */
 static void keep_fallback(struct lib_context *c, int listener)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-
 	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
 		close(listener);
 		return;
 	}
 	listener_copy = listener;
-	if (sem_init(&fallback_ready, 0, 0) || pthread_attr_init(&attr))
-		return;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (!pthread_create(&t, &attr, answer_when_orphaned, NULL)) {
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 10;	/* bounded: a thread that never starts is not waited for */
-		while (sem_timedwait(&fallback_ready, &until) && errno == EINTR)
-			;
-	}
-	pthread_attr_destroy(&attr);
+	if (!sem_init(&fallback_ready, 0, 0))
+		(void)lib_thread_spawn(answer_when_orphaned, NULL, &fallback_ready);
 }
 
 /* The filter: the calls that can change a mapping are held for the daemon (user

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -48,8 +49,67 @@ static int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
+/* The parent of /proc/PID/stat (the field after the name, which may hold spaces and
+ * parentheses: it ends at the last ')'). */
+static pid_t parent_of(const char *pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (!(p = strrchr(buf, ')')))
+		return -1;
+	return (pid_t)strtol(p + 4, NULL, 10);	/* ") S 123" */
+}
+
+/* What each thread of a process waits in: the watchdog's evidence of a hang. */
+static void show_tasks(pid_t pid)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "cd /proc/%d/task 2>/dev/null && for t in *; do "
+		 "echo \"  task $t $(cat $t/comm): wchan $(cat $t/wchan) syscall $(cat $t/syscall)\";"
+		 " sed 's/^/    /' $t/stack 2>/dev/null | head -n 8; done >&2", (int)pid);
+	(void)!system(cmd);
+}
+
+/* The watchdog fired while a child of the test (a fork running checks, a client) still
+ * runs: say where it waits, then kill it, so that it cannot hold the test's output open
+ * after the test is gone (meson would wait for it until its own timeout). The daemons
+ * are not strays: h_down stops them. */
+static void kill_strays(struct h_env *e)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
+
+		if (pid <= 0 || parent_of(de->d_name) != getpid() ||
+		    (e && (pid == e->host[0].pid || pid == e->host[1].pid)))
+			continue;
+		fprintf(stderr, "harness: child %d still running; its threads:\n", (int)pid);
+		show_tasks(pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	closedir(d);
+}
+
 static void on_signal(int sig)
 {
+	if (sig == SIGALRM)
+		kill_strays(live);
 	if (live)
 		(void)h_down(live);
 	signal(sig, SIG_DFL);

@@ -7,11 +7,16 @@
  *  - the parent's pair keeps working while and after the child ran;
  *  - the child's copy of the socket does not keep the parent's session alive: when the
  *    parent closes its device while the child still lives, the daemon's session count
- *    drops.
+ *    drops;
+ *  - a fork right after the first open: the child allocates and starts a thread (which
+ *    allocates in the sanitizer runtime as well) without hanging, 50 times, each in a
+ *    fresh process (the library's threads run before open returns, lib/thread.c).
  */
 #include <errno.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -125,10 +130,75 @@ static void fork_rules(struct h_env *e)
 		T_EQ(WEXITSTATUS(status), 0, "child's check that failed (0: none)");
 }
 
+#define FRESH_ROUNDS 50
+
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
+/* Wait for pid at most ms milliseconds; kill it if it is still there. Its status. */
+static int wait_bounded(pid_t pid, int ms)
+{
+	int status = -1;
+
+	for (int i = 0; i < ms / 10 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	if (!WIFEXITED(status) && !WIFSIGNALED(status)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	return status;
+}
+
+/* In a fresh process: open (the library's threads start), fork at once; the child
+ * allocates a few sizes and starts a thread. 0: the child ended well within 5 s. */
+static int open_then_fork(struct h_env *e)
+{
+	struct odpemu_context *c = h_open(e, 0);
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		pthread_t t;
+
+		for (size_t n = 16; n <= 4096; n *= 2)
+			free(calloc(1, n));
+		_exit(pthread_create(&t, NULL, nothing, NULL) || pthread_join(t, NULL));
+	}
+	st = pid < 0 ? -1 : wait_bounded(pid, 5000);
+	odpemu_close_device(c);
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+static void fork_after_open(struct h_env *e)
+{
+	unsigned bad = 0;
+
+	for (int i = 0; i < FRESH_ROUNDS; i++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			_exit(open_then_fork(e));
+		st = pid < 0 ? -1 : wait_bounded(pid, 10000);
+		bad += st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+	}
+	T_CHECK(!bad, "%u of %d forks right after a first open: the child hung or failed", bad,
+		FRESH_ROUNDS);
+}
+
+static void body(struct h_env *e)
+{
+	fork_after_open(e);	/* first: the test process has no thread of ours yet */
+	fork_rules(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct h_test t = { .name = "e2e-fork", .seed = 7, .watchdog_s = 120,
-		.open = H_OPEN_NONE, .body = fork_rules };
+		.open = H_OPEN_NONE, .body = body };
 
 	return h_main(argc, argv, &t);
 }
