@@ -11,12 +11,13 @@
  *
  * The verdict of a row is AVAILABLE, or what its absence is: FALLBACK (odpemu goes another
  * way, and the row says what degrades) or MISSING (the row says what fails). A row is
- * FATAL when nothing can work without it (no UDP socket, no io_uring): `odpemud --check`
+ * FATAL when nothing can work without it (no UDP socket): `odpemud --check`
  * then exits 1 with a one-line reason.
  *
  * ODPEMU_MASK=name,name,... is a test switch for environment profiles: the named rows
- * report as absent, as on a host without them. Today only this report reads it; the
- * daemon's code paths do not honour it yet (later work will make them).
+ * report as absent, as on a host without them. The daemon acts on the rows its event loop
+ * needs (io_uring, io_uring_poll_multishot, io_uring_sync_cancel: absent or masked, it
+ * runs the epoll loop, emu_check_loop_kind); the other rows are only reported so far.
  *
  * The probes are in check_probe.c (check_int.h), one function per row.
  *
@@ -92,12 +93,16 @@ void emu_check_print_json(FILE *f, const struct emu_check_report *rep);
 /* `odpemud --check [--json]`: probe, print; 0 odpemud can run (maybe degraded), 1 it
  * cannot (the reason on stderr), 2 a bad ODPEMU_MASK. */
 int emu_check_main(bool json);
-/* At start: probe (not the tests' rows), log one info line naming what is degraded and a
- * line per row not available. 0, or -EINVAL for a bad ODPEMU_MASK (logged). */
-int emu_check_log_start(void);
+/* At start: probe (not the tests' rows) into rep, log one info line naming what is
+ * degraded and a line per row not available. 0, or -EINVAL for a bad ODPEMU_MASK
+ * (logged). */
+int emu_check_log_start(struct emu_check_report *rep);
+/* The event loop a report allows: io_uring when its rows the loop needs are available,
+ * else epoll, with the reason (emu_check_reason of the first row absent) in why. */
+bool emu_check_loop_uring(const struct emu_check_report *rep, char *why, size_t len);
 /* Why io_uring_setup failed with rc (-errno), on one line: "io_uring refused (EPERM):
- * <cause>; odpemud has no other event loop; remedy: <remedy>", the cause found from
- * kernel.io_uring_disabled and this process's seccomp mode. */
+ * <cause>; remedy: <remedy>", the cause found from kernel.io_uring_disabled and this
+ * process's seccomp mode. */
 void emu_check_io_uring_reason(int rc, char *buf, size_t len);
 
 #endif

@@ -401,27 +401,42 @@ static int apply_knobs(struct emu_daemon *d)
 	return 0;
 }
 
-/* No loop, no daemon: there is no other backend than io_uring (yet), so its refusal is
- * the reason odpemud exits, said with its cause and remedy (check.h). */
+/* The loop --io asks for; auto: io_uring when the host report says its loop can run
+ * (check.h emu_check_loop_uring, ODPEMU_MASK included), else epoll, and epoll too when the
+ * ring cannot be set up after all. The choice and its reason are logged. */
 static int init_loop(struct emu_daemon *d)
 {
-	int rc = emu_loop_init(&d->loop, 256);
-	char why[600];
+	bool uring = d->opt.io != EMU_IO_EPOLL;
+	char why[600] = "--io epoll";
+	int rc = 0;
 
-	if (rc) {
+	if (d->opt.io == EMU_IO_AUTO)
+		uring = emu_check_loop_uring(&d->host, why, sizeof(why));
+	if (uring && (rc = emu_loop_init(&d->loop, 256, EMU_LOOP_URING))) {
 		emu_check_io_uring_reason(rc, why, sizeof(why));
-		emu_log(EMU_LOG_ERR, "%s", why);
-	} else {
-		emu_loop_set_step(&d->loop, loop_step, d);
+		if (d->opt.io == EMU_IO_URING) {
+			emu_log(EMU_LOG_ERR, "%s (--io uring: no other loop)", why);
+			return rc;
+		}
+		uring = false;
 	}
-	return rc;
+	if (!uring && (rc = emu_loop_init(&d->loop, 256, EMU_LOOP_EPOLL))) {
+		emu_log(EMU_LOG_ERR, "the epoll event loop: %s", strerror(-rc));
+		return rc;
+	}
+	if (uring)
+		emu_log(EMU_LOG_INFO, "event loop: io_uring");
+	else
+		emu_log(EMU_LOG_INFO, "event loop: epoll (%s)", why);
+	emu_loop_set_step(&d->loop, loop_step, d);
+	return 0;
 }
 
 /* What the host gives and what degrades, once in the log (check.h); a bad ODPEMU_MASK is
  * a usage error like a bad flag. Before any thread starts: the probes fork. */
 static int log_host_features(struct emu_daemon *d)
 {
-	int rc = emu_check_log_start();
+	int rc = emu_check_log_start(&d->host);
 
 	if (rc)
 		d->usage_error = true;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "host/answers.h"
+#include "check.h"
 #include "cm/cm.h"
 #include "host/evict.h"
 #include "host/fault.h"
@@ -42,6 +43,7 @@ struct emu_persist;
 struct emu_daemon {
 	struct emu_options opt;
 	struct emu_loop loop;
+	struct emu_check_report host;	/* what the host gives (check.h), probed at start */
 	struct nic *nic;
 	struct emu_udp *udp;
 	struct emu_netdev netdev;

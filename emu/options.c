@@ -81,6 +81,9 @@ static const char usage_text[] =
 "  --foreground           stay in the foreground, log to stderr (default: detach once\n"
 "                         ready, log to <rundir>/NAME.log)\n"
 "  --log-level L          err, warn, info (default) or debug\n"
+"  --io auto|uring|epoll  the event loop: io_uring, or epoll where io_uring is refused\n"
+"                         or too old (auto, the default, picks by what --check finds;\n"
+"                         uring exits when it cannot set one up)\n"
 "  --check                probe what this host gives odpemud and its clients (io_uring\n"
 "                         and its features, UDP offloads, PROCMAP_QUERY, userfaultfd,\n"
 "                         seccomp, ptrace access, ...), print a row per feature with its\n"
@@ -100,7 +103,7 @@ static void usage(FILE *f)
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
 	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_GROUP, OPT_HELP, OPT_VERSION, OPT_WIRE,
-	OPT_CHECK, OPT_JSON };
+	OPT_CHECK, OPT_JSON, OPT_IO };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
@@ -114,6 +117,7 @@ static const struct option longopts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "foreground", no_argument, NULL, OPT_FG },
 	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "io", required_argument, NULL, OPT_IO },
 	{ "rundir", required_argument, NULL, OPT_RUNDIR },
 	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "poll-us", required_argument, NULL, OPT_POLL },
@@ -194,6 +198,17 @@ static int parse_group(const char *s, uint32_t *gid)
 		return -1;
 	*gid = (uint32_t)g->gr_gid;
 	return 0;
+}
+
+static int parse_io(const char *s)
+{
+	static const char *const names[] = { [EMU_IO_AUTO] = "auto", [EMU_IO_URING] = "uring",
+					     [EMU_IO_EPOLL] = "epoll" };
+
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
 }
 
 static int parse_level(const char *s)
@@ -292,6 +307,11 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 	case OPT_LOG:
 		if ((o->log_level = parse_level(arg)) < 0)
 			return bad("--log-level '%s': want err, warn, info or debug", arg);
+		return 0;
+	case OPT_IO:
+		if (parse_io(arg) < 0)
+			return bad("--io '%s': want auto, uring or epoll", arg);
+		o->io = (enum emu_io_choice)parse_io(arg);
 		return 0;
 	case OPT_RUNDIR: o->rundir = arg; return 0;
 	case OPT_GROUP:

@@ -8,6 +8,9 @@
 
 #define EMU_OPT_WIRE_MAX 32	/* --wire-* flags on one command line */
 
+/* --io: which event loop (io/loop.h KINDS) */
+enum emu_io_choice { EMU_IO_AUTO, EMU_IO_URING, EMU_IO_EPOLL };
+
 struct emu_options {
 	const char *name;		/* --name: device name, socket <rundir>/<name>.sock */
 	const char *netdev;		/* --netdev IFNAME */
@@ -35,6 +38,7 @@ struct emu_options {
 	bool no_gso;			/* --no-gso: no UDP segmentation offload */
 	bool no_gro;			/* --no-gro: no UDP_GRO on receive */
 	bool fault_thread;		/* --fault-thread: no inline fault resolution */
+	enum emu_io_choice io;		/* --io auto|uring|epoll */
 	bool check;			/* --check: print the host feature report, exit */
 	bool json;			/* --json: that report as JSON (with --check only) */
 };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* loop — one io_uring, completions dispatched to the emu_io that submitted them. */
-#include "loop.h"
+/* loop — one io_uring, completions dispatched to the emu_io that submitted them; or, on
+ * the epoll kind, the same calls handed to loop_epoll.c (loop.h KINDS). */
+#include "loop_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -15,13 +16,16 @@ uint64_t emu_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int emu_loop_init(struct emu_loop *l, unsigned entries)
+const char *emu_loop_kind_name(enum emu_loop_kind kind)
+{
+	return kind == EMU_LOOP_EPOLL ? "epoll" : "io_uring";
+}
+
+static int uring_init(struct emu_loop *l, unsigned entries)
 {
 	struct io_uring_params p;
-
 	int rc;
 
-	memset(l, 0, sizeof(*l));
 	memset(&p, 0, sizeof(p));
 	/* COOP_TASKRUN: completions (an arriving packet) do not interrupt the loop with an
 	 * IPI; they are reaped when the loop next enters the kernel, which it does every
@@ -29,7 +33,6 @@ int emu_loop_init(struct emu_loop *l, unsigned entries)
 	 * busy loop more than they save. Kernels before 5.19 refuse the flags: go without. */
 	p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 	p.cq_entries = entries * 2;
-	l->entries = entries;
 	rc = io_uring_queue_init_params(entries, &l->ring, &p);
 	if (rc == -EINVAL) {
 		memset(&p, 0, sizeof(p));
@@ -40,9 +43,21 @@ int emu_loop_init(struct emu_loop *l, unsigned entries)
 	return rc;
 }
 
+int emu_loop_init(struct emu_loop *l, unsigned entries, enum emu_loop_kind kind)
+{
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	l->entries = entries;
+	l->epfd = -1;
+	return kind == EMU_LOOP_EPOLL ? emu_epoll_init(l, entries) : uring_init(l, entries);
+}
+
 void emu_loop_fini(struct emu_loop *l)
 {
-	io_uring_queue_exit(&l->ring);
+	if (l->kind == EMU_LOOP_EPOLL)
+		emu_epoll_fini(l);
+	else
+		io_uring_queue_exit(&l->ring);
 }
 
 void emu_loop_set_step(struct emu_loop *l, emu_loop_step_fn fn, void *arg)
@@ -72,10 +87,21 @@ struct io_uring_sqe *emu_loop_sqe_for(struct emu_loop *l, struct emu_io *io)
 
 void emu_loop_poll_in(struct emu_loop *l, int fd, struct emu_io *io)
 {
-	struct io_uring_sqe *sqe = emu_loop_sqe(l);
+	struct io_uring_sqe *sqe;
 
+	if (l->kind == EMU_LOOP_EPOLL) {
+		emu_epoll_poll_in(l, fd, io);
+		return;
+	}
+	sqe = emu_loop_sqe(l);
 	io_uring_prep_poll_multishot(sqe, fd, POLLIN);
 	io_uring_sqe_set_data(sqe, io);
+}
+
+void emu_loop_rearm(struct emu_loop *l, struct emu_io *io)
+{
+	if (l->kind == EMU_LOOP_EPOLL)
+		emu_epoll_rearm(l, io);
 }
 
 /* Completions of io not yet dispatched lose their user_data, which dispatch skips. The CQ
@@ -114,6 +140,8 @@ int emu_loop_cancel(struct emu_loop *l, struct emu_io *io)
 	struct io_uring_sync_cancel_reg reg;
 	int rc;
 
+	if (l->kind == EMU_LOOP_EPOLL)
+		return emu_epoll_cancel(l, io, false);
 	forget_queued(l, io);
 	memset(&reg, 0, sizeof(reg));
 	reg.addr = (uint64_t)(uintptr_t)io;
@@ -140,6 +168,8 @@ int emu_loop_cancel_sync(struct emu_loop *l, struct emu_io *io)
 	struct io_uring_sync_cancel_reg reg;
 	int rc;
 
+	if (l->kind == EMU_LOOP_EPOLL)
+		return emu_epoll_cancel(l, io, true);
 	io_uring_submit(&l->ring);	/* requests still in the SQ reach the kernel first */
 	memset(&reg, 0, sizeof(reg));
 	reg.addr = (uint64_t)(uintptr_t)io;
@@ -188,6 +218,8 @@ int emu_loop_run_once(struct emu_loop *l, uint64_t deadline_ns)
 	uint64_t now = emu_now_ns();
 	int rc;
 
+	if (l->kind == EMU_LOOP_EPOLL)
+		return emu_epoll_run_once(l, deadline_ns);
 	if (deadline_ns <= now) {
 		rc = io_uring_submit(&l->ring);
 	} else if (deadline_ns == UINT64_MAX) {

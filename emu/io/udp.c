@@ -204,6 +204,11 @@ static bool rx_drain(struct emu_udp *u)
 
 static void rx_drain_and_kick(struct emu_udp *u)
 {
+	if (u->loop->kind == EMU_LOOP_EPOLL) {
+		if (!rx_drain(u))	/* datagrams left: report the socket again */
+			emu_loop_rearm(u->loop, &u->poll_io);
+		return;
+	}
 	/* A oneshot poll checks readiness when armed: it fires at once if datagrams are left. */
 	if (!rx_drain(u) && !u->kick_armed) {
 		struct io_uring_sqe *sqe = emu_loop_sqe(u->loop);
@@ -578,7 +583,8 @@ int emu_udp_open(struct emu_loop *loop, const struct emu_udp_config *cfg, struct
 		emu_udp_tx_probe(u);
 		rx_probe_gro(u);
 	}
-	if (!rc && (cfg->force_fallback || !ms_init(u))) {
+	/* the epoll loop has no provided buffers: the recvmmsg path is its own */
+	if (!rc && (cfg->force_fallback || loop->kind == EMU_LOOP_EPOLL || !ms_init(u))) {
 		rc = fallback_init(u);
 		if (rc)
 			emu_say(err, errlen, "out of memory for the UDP receive batch");

@@ -6,8 +6,9 @@
  * and its features, PROCMAP_QUERY, userfaultfd and its tiers, cachestat, ...); ODPEMU_MASK
  * reports rows absent with their own texts, and an unknown name is an error naming the
  * known ones. Then `odpemud --check` as a user runs it ($ODPEMUD): exit 0 and a line per
- * row, --json one document with every row, exit 1 with the reason when io_uring is masked,
- * exit 2 for a bad mask or --json alone.
+ * row, --json one document with every row; io_uring masked (or a feature its loop needs):
+ * the epoll loop, exit 0; exit 1 with the reason when the UDP socket is masked, exit 2 for
+ * a bad mask or --json alone.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -137,7 +138,7 @@ static void masked(void)
 {
 	struct emu_check_report rep;
 	const struct emu_check_result *pq, *cs, *io;
-	char err[1024] = "", reason[1024];
+	char err[1024] = "", reason[1024] = "";
 
 	T_EQ(emu_check_run(&rep, "procmap_query,cachestat", true, err, sizeof(err)), 0,
 	     "a run with two rows masked");
@@ -159,12 +160,26 @@ static void masked(void)
 		T_CHECK(strstr(reason, "procmap_query: masked by ODPEMU_MASK") &&
 			strstr(reason, "remedy: Linux 6.11"), "the reason line: %s", reason);
 	}
+	T_CHECK(emu_check_loop_uring(&rep, reason, sizeof(reason)) || filtered(),
+		"nothing the io_uring loop needs is masked: io_uring (%s)", reason);
 	T_EQ(emu_check_run(&rep, "io_uring", false, err, sizeof(err)), 0, "io_uring masked");
-	T_CHECK(rep.fatal >= 0 && !strcmp(rep.r[rep.fatal].row->name, "io_uring"),
-		"io_uring masked: fatal");
+	io = emu_check_find(&rep, "io_uring");
+	T_CHECK(rep.fatal < 0 && io && io->verdict == EMU_CHECK_FALLBACK &&
+		strstr(io->row->without, "the epoll loop"),
+		"io_uring masked: not fatal, the epoll loop instead");
 	io = emu_check_find(&rep, "io_uring_sync_cancel");
-	T_CHECK(io && io->verdict == EMU_CHECK_MISSING && strstr(io->detail, "needs io_uring"),
+	T_CHECK(io && io->verdict == EMU_CHECK_FALLBACK && strstr(io->detail, "needs io_uring"),
 		"its features are absent with it");
+	T_CHECK(!emu_check_loop_uring(&rep, reason, sizeof(reason)) &&
+		strstr(reason, "io_uring: masked by ODPEMU_MASK"), "so the loop is epoll: %s",
+		reason);
+	T_EQ(emu_check_run(&rep, "io_uring_sync_cancel", false, err, sizeof(err)), 0,
+	     "sync cancel masked (Linux 5.x)");
+	T_CHECK(!emu_check_loop_uring(&rep, reason, sizeof(reason)) &&
+		strstr(reason, "io_uring_sync_cancel"), "the loop is epoll: %s", reason);
+	T_EQ(emu_check_run(&rep, "udp_socket", false, err, sizeof(err)), 0, "udp masked");
+	T_CHECK(rep.fatal >= 0 && !strcmp(rep.r[rep.fatal].row->name, "udp_socket"),
+		"no UDP socket: fatal");
 }
 
 static void bad_masks(void)
@@ -232,9 +247,11 @@ static void the_binary(void)
 		snprintf(key, sizeof(key), "\"name\": \"%s\"", rows[i].name);
 		T_CHECK(strstr(out, key) != NULL, "--json has row %s", rows[i].name);
 	}
-	T_EQ(run("io_uring", "--check", out, sizeof(out)), 1, "io_uring masked: exit 1");
-	T_CHECK(strstr(out, "odpemud: cannot run: io_uring: masked by ODPEMU_MASK; remedy: ") !=
-		NULL, "with the reason on one line");
+	T_EQ(run("io_uring", "--check", out, sizeof(out)), 0, "io_uring masked: exit 0");
+	T_CHECK(strstr(out, "the epoll loop") != NULL, "naming the epoll loop: %s", out);
+	T_EQ(run("udp_socket", "--check", out, sizeof(out)), 1, "no UDP socket: exit 1");
+	T_CHECK(strstr(out, "odpemud: cannot run: udp_socket: masked by ODPEMU_MASK; "
+			    "remedy: ") != NULL, "with the reason on one line");
 	T_EQ(run("cachestat,nosuch", "--check", out, sizeof(out)), 2, "a bad mask: exit 2");
 	T_CHECK(strstr(out, "unknown feature 'nosuch'") != NULL, "naming the word: %s", out);
 	T_EQ(run("", "--json", out, sizeof(out)), 2, "--json alone: a usage error");

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* emu/loop: emu_loop_cancel — after it returns, no completion of the cancelled emu_io is
- * dispatched, whether its request was queued, armed, or had completions waiting in the CQ,
- * and also when called from a completion callback; and the step — it runs before each look
- * at the CQ, so no completion is dispatched before a step that began after it was posted. */
+/* emu/loop, each kind (io_uring, epoll): emu_loop_cancel — after it returns, no completion
+ * of the cancelled emu_io is dispatched, whether its request was queued, armed, or had
+ * completions waiting (in the CQ; epoll: a ready fd), and also when called from a
+ * completion callback; the step — it runs before each look, so no completion is
+ * dispatched before a step that began after it was posted; emu_loop_cancel_sync — one last
+ * completion, -ECANCELED without F_MORE; and the multishot image — a readiness not taken
+ * in is not reported again until new news or emu_loop_rearm (epoll), F_MORE set. */
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -10,21 +14,33 @@
 #include "io/loop.h"
 #include "t.h"
 
+static enum emu_loop_kind kind;
+
+/* What is queued reaches the kernel (the epoll kind has nothing queued). */
+static void submit(struct emu_loop *l)
+{
+	if (l->kind == EMU_LOOP_URING)
+		io_uring_submit(&l->ring);
+}
+
 struct probe {
 	struct emu_io io;
 	unsigned calls;
 	bool dead;			/* cancelled: must not be called any more */
 	struct probe *victim;		/* cancelled by this probe's callback */
 	struct emu_loop *loop;
+	int last_res;
+	bool last_more;
 };
 
 static void probe_fn(struct emu_io *io, const struct io_uring_cqe *cqe)
 {
 	struct probe *p = (struct probe *)io;
 
-	(void)cqe;
 	T_CHECK(!p->dead, "completion dispatched after cancel");
 	p->calls++;
+	p->last_res = cqe->res;
+	p->last_more = cqe->flags & IORING_CQE_F_MORE;
 	if (p->victim) {
 		T_EQ(emu_loop_cancel(p->loop, &p->victim->io), 0, "cancel from a callback");
 		p->victim->dead = true;
@@ -45,11 +61,13 @@ static void test_cancel(int stage)
 	struct probe p = { .io.fn = probe_fn };
 	int fd = eventfd(0, EFD_NONBLOCK);
 
-	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	T_EQ(emu_loop_init(&l, 8, kind), 0, "loop");
 	emu_loop_poll_in(&l, fd, &p.io);
 	if (stage >= 1)
-		io_uring_submit(&l.ring);
-	if (stage >= 2) {
+		submit(&l);
+	if (stage >= 2 && kind == EMU_LOOP_EPOLL) {
+		kick(fd);	/* ready in the set, not yet taken by a wait */
+	} else if (stage >= 2) {
 		kick(fd);
 		for (int i = 0; i < 100 && !io_uring_cq_ready(&l.ring); i++)
 			io_uring_get_events(&l.ring);
@@ -73,12 +91,12 @@ static void test_cancel_in_callback(void)
 	int fa = eventfd(0, EFD_NONBLOCK), fb = eventfd(0, EFD_NONBLOCK);
 	uint64_t end = emu_now_ns() + 1000000000ull;
 
-	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	T_EQ(emu_loop_init(&l, 8, kind), 0, "loop");
 	b.loop = &l;
 	b.victim = &a;
 	emu_loop_poll_in(&l, fb, &b.io);
 	emu_loop_poll_in(&l, fa, &a.io);
-	io_uring_submit(&l.ring);
+	submit(&l);
 	kick(fb);
 	kick(fa);
 	while (!b.calls && emu_now_ns() < end)
@@ -144,11 +162,11 @@ static void test_step(void)
 	int fa = eventfd(0, EFD_NONBLOCK), fb = eventfd(0, EFD_NONBLOCK);
 	uint64_t end = emu_now_ns() + 1000000000ull;
 
-	T_EQ(emu_loop_init(&l, 8), 0, "loop");
+	T_EQ(emu_loop_init(&l, 8, kind), 0, "loop");
 	emu_loop_set_step(&l, step_fn, &w);
 	emu_loop_poll_in(&l, fa, &a.io);
 	emu_loop_poll_in(&l, fb, &b.io);
-	io_uring_submit(&l.ring);
+	submit(&l);
 	w.state = 1;
 	a.chain_fd = fb;	/* a's callback moves the state to 2 and posts b's event */
 	kick(fa);
@@ -164,11 +182,81 @@ static void test_step(void)
 	emu_loop_fini(&l);
 }
 
+/* Run until p has been called `calls` times or 1 s passed. */
+static void run_until(struct emu_loop *l, struct probe *p, unsigned calls)
+{
+	uint64_t end = emu_now_ns() + 1000000000ull;
+
+	while (p->calls < calls && emu_now_ns() < end)
+		emu_loop_run_once(l, emu_now_ns() + 10000000);
+}
+
+/* cancel_sync: after the completions of an armed poll (F_MORE), one last completion,
+ * -ECANCELED without F_MORE, and nothing after it. */
+static void test_cancel_sync(void)
+{
+	struct emu_loop l;
+	struct probe p = { .io.fn = probe_fn };
+	int fd = eventfd(0, EFD_NONBLOCK);
+	uint64_t v;
+
+	T_EQ(emu_loop_init(&l, 8, kind), 0, "loop");
+	emu_loop_poll_in(&l, fd, &p.io);
+	kick(fd);
+	run_until(&l, &p, 1);
+	T_CHECK(p.calls == 1 && p.last_res > 0 && p.last_more,
+		"armed: ready, F_MORE (calls %u res %d more %d)", p.calls, p.last_res, p.last_more);
+	T_CHECK(read(fd, &v, sizeof(v)) == sizeof(v), "eventfd read");
+	T_EQ(emu_loop_cancel_sync(&l, &p.io), 0, "cancel_sync");
+	run_until(&l, &p, 2);
+	T_CHECK(p.calls == 2 && p.last_res == -ECANCELED && !p.last_more,
+		"last completion: -ECANCELED, no F_MORE (calls %u res %d more %d)", p.calls,
+		p.last_res, p.last_more);
+	p.dead = true;
+	kick(fd);
+	emu_loop_run_once(&l, emu_now_ns() + 20000000);
+	close(fd);
+	emu_loop_fini(&l);
+}
+
+/* The epoll kind is edge-triggered like a multishot poll: an fd left ready is not reported
+ * again by itself; new news or emu_loop_rearm report it. */
+static void test_edges(void)
+{
+	struct emu_loop l;
+	struct probe p = { .io.fn = probe_fn };
+	int fd = eventfd(0, EFD_NONBLOCK);
+
+	T_EQ(emu_loop_init(&l, 8, EMU_LOOP_EPOLL), 0, "loop");
+	emu_loop_poll_in(&l, fd, &p.io);
+	kick(fd);
+	run_until(&l, &p, 1);
+	T_EQ(p.calls, 1, "reported once");
+	emu_loop_run_once(&l, emu_now_ns() + 20000000);
+	T_EQ(p.calls, 1, "still ready, not taken in: not reported again by itself");
+	emu_loop_rearm(&l, &p.io);
+	run_until(&l, &p, 2);
+	T_EQ(p.calls, 2, "rearm: reported again");
+	kick(fd);
+	run_until(&l, &p, 3);
+	T_EQ(p.calls, 3, "new news: reported");
+	T_EQ(emu_loop_cancel(&l, &p.io), 0, "cancel");
+	close(fd);
+	emu_loop_fini(&l);
+}
+
 int main(void)
 {
-	for (int stage = 0; stage < 3; stage++)
-		test_cancel(stage);
-	test_cancel_in_callback();
-	test_step();
+	static const enum emu_loop_kind kinds[] = { EMU_LOOP_URING, EMU_LOOP_EPOLL };
+
+	for (unsigned k = 0; k < 2; k++) {
+		kind = kinds[k];
+		for (int stage = 0; stage < 3; stage++)
+			test_cancel(stage);
+		test_cancel_in_callback();
+		test_step();
+		test_cancel_sync();
+	}
+	test_edges();
 	return t_done("loop");
 }

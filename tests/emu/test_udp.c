@@ -164,7 +164,7 @@ static int peer_open(struct peer *p, struct nic_gid gid, uint16_t pt, bool fallb
 	roce_icrc_ids_init(&p->ids);
 	p->gid = gid;
 	p->port = pt;
-	rc = emu_loop_init(&p->loop, LOOP_ENTRIES);
+	rc = emu_loop_init(&p->loop, LOOP_ENTRIES, EMU_LOOP_URING);
 	if (rc)
 		return rc;
 	rc = emu_udp_open(&p->loop, &c, &p->u, err, errlen);

@@ -200,7 +200,7 @@ void fz_daemon_init(struct emu_daemon *d, bool with_loop)
 	emu_inject_init(&d->inject, 1);
 	if (!d->udp || d->status_fd < 0 || ftruncate(d->status_fd, 4096) ||
 	    emu_wire_init(&d->wire, 1, emu_ports_wire_out, d) ||
-	    (with_loop && emu_loop_init(&d->loop, 256)))
+	    (with_loop && emu_loop_init(&d->loop, 256, EMU_LOOP_URING)))
 		abort();
 }
 
