@@ -11,6 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14, glibc 2.35 (RHEL 9's glibc: 2.34) */
+#endif
+
 #define PAGE 4096ull
 #define PAGES_PER_BLOCK (BRICK_BLOCK / PAGE)
 

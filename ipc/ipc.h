@@ -105,6 +105,9 @@ struct ipc_hello_req {
 /* What the library asks of its userfaultfd (UFFDIO_API): the non-cooperative events, and
  * write-protect registration of shmem (pinned MRs' memfds). The daemon registers ranges
  * in write-protect mode and never protects a page, so no ordinary fault is intercepted. */
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)	/* Linux 5.19 (Ubuntu 22.04's headers: 5.15) */
+#endif
 #define IPC_UFFD_FEATURES (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
 struct ipc_hello_rep {

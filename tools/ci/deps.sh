@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # Sourced by tools/test and tools/demo: install what tools/dependencies.txt lists.
 # As root: apt-get installs whatever is missing. Otherwise: print the exact apt-get line
-# and stop, unless only optional ([ci]) packages are missing.
+# and stop, unless only optional ([ci]) packages are missing. Without apt (dpkg-query):
+# with rpm, print the dnf line of the missing Fedora/RHEL packages (the rpm: column) and
+# stop if a required one is missing; with neither, print both names and go on (meson then
+# says which library it cannot find).
 
 odpemu_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -17,6 +20,41 @@ odpemu_packages() {
   done
 }
 
+# odpemu_rpm_packages <filter>: the Fedora/RHEL names of odpemu_packages' lines, once each.
+odpemu_rpm_packages() {
+  local filter=$1
+  grep -v '^[[:space:]]*#' "$odpemu_top/tools/dependencies.txt" | while read -r pkg rpm rest; do
+    [ -n "$pkg" ] || continue
+    rpm=${rpm#rpm:}
+    [ "$rpm" = - ] && continue
+    case "$filter:$rest" in
+      required:*'[ci]'*|optional:) ;;
+      optional:*'[ci]'*|all:*|required:*) echo "$rpm" ;;
+    esac
+  done | awk '!seen[$0]++'
+}
+
+# odpemu_no_apt: the dependency check of a distribution without apt.
+odpemu_no_apt() {
+  local p missing="" required=""
+  if ! command -v rpm >/dev/null; then
+    echo "odpemu: no apt or rpm here: install the equivalents of these Debian packages:" >&2
+    echo "  $(odpemu_packages required | tr '\n' ' ')" >&2
+    echo "  (Fedora/RHEL names: $(odpemu_rpm_packages required | tr '\n' ' '))" >&2
+    return 0
+  fi
+  for p in $(odpemu_rpm_packages all); do rpm -q --quiet "$p" || missing+="$p "; done
+  for p in $(odpemu_rpm_packages required); do rpm -q --quiet "$p" || required+="$p "; done
+  [ -z "$missing" ] && return 0
+  echo "odpemu: no apt here; missing Fedora/RHEL packages (RHEL 9: EPEL and CRB enabled):" >&2
+  echo "  dnf install -y $missing" >&2
+  if [ -n "$required" ]; then
+    echo "odpemu: cannot continue without: $required" >&2
+    return 1
+  fi
+  echo "odpemu: continuing without the optional ones (fuzzing/CI extras are skipped)" >&2
+}
+
 odpemu_missing() {
   local pkg
   for pkg in "$@"; do
@@ -27,6 +65,7 @@ odpemu_missing() {
 
 odpemu_ensure_deps() {
   local missing
+  command -v dpkg-query >/dev/null || { odpemu_no_apt; return; }
   # shellcheck disable=SC2046
   missing=$(odpemu_missing $(odpemu_packages all) | tr '\n' ' ')
   [ -z "${missing// /}" ] && return 0
