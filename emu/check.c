@@ -486,6 +486,13 @@ int emu_check_main(bool json)
 	return 0;
 }
 
+bool emu_check_available(const struct emu_check_report *rep, const char *name)
+{
+	const struct emu_check_result *r = emu_check_find(rep, name);
+
+	return r && r->verdict == EMU_CHECK_AVAILABLE;
+}
+
 bool emu_check_loop_uring(const struct emu_check_report *rep, char *why, size_t len)
 {
 	static const char *const needs[] = { "io_uring", "io_uring_poll_multishot",
@@ -530,6 +537,7 @@ int emu_check_log_start(struct emu_check_report *rep_out)
 	}
 	if (mask && *mask)
 		emu_log(EMU_LOG_INFO, "ODPEMU_MASK=%s: reported absent above; odpemud acts on "
-			"the io_uring rows (the event loop, check.h), not yet on the others", mask);
+			"the io_uring rows (the event loop) and procmap_query (check.h), not yet "
+			"on the others", mask);
 	return 0;
 }

@@ -17,7 +17,9 @@
  * ODPEMU_MASK=name,name,... is a test switch for environment profiles: the named rows
  * report as absent, as on a host without them. The daemon acts on the rows its event loop
  * needs (io_uring, io_uring_poll_multishot, io_uring_sync_cancel: absent or masked, it
- * runs the epoll loop, emu_check_loop_kind); the other rows are only reported so far.
+ * runs the epoll loop, emu_check_loop_uring) and procmap_query (the text of
+ * /proc/PID/maps, and page faults on the fault thread; the library honours it too,
+ * ipc/maps.h); the other rows are only reported so far.
  *
  * The probes are in check_probe.c (check_int.h), one function per row.
  *
@@ -78,6 +80,8 @@ int emu_check_mask_parse(const char *spec, unsigned long *mask, char *err, size_
  * (normally getenv("ODPEMU_MASK")). 0, or -EINVAL (bad mask, said in err). */
 int emu_check_run(struct emu_check_report *rep, const char *mask_spec, bool with_tests,
 		  char *err, size_t errlen);
+/* Whether a row was probed and found available (not masked). */
+bool emu_check_available(const struct emu_check_report *rep, const char *name);
 /* The result of a row by name, or NULL when it was not probed. */
 const struct emu_check_result *emu_check_find(const struct emu_check_report *rep,
 					      const char *name);

@@ -472,6 +472,8 @@ static int start_fault_thread(struct emu_daemon *d)
 		return rc;
 	}
 	emu_fault_set_inline(d->fault, !d->opt.fault_thread);
+	if (!emu_check_available(&d->host, "procmap_query"))
+		emu_fault_set_text_maps(d->fault, true);	/* the text: the thread's work */
 	d->fault_io.fn = emu_answers_rx;
 	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
 	return 0;

@@ -22,6 +22,10 @@
  * the vsyscall gate on x86-64 ([vsyscall], get_gate_vma: no VMA of the mm), which the
  * ioctl's lookup never finds; nothing can be mapped there anyway.
  *
+ * TEST SWITCH. ODPEMU_MASK naming procmap_query (emu/check.h: the environment profiles)
+ * makes every walk of the process read the text, as on a kernel before 6.11: the daemon
+ * and the library both honour it.
+ *
  * No allocation, no locking: struct ipc_maps is the caller's (about 12 KiB, so not on a
  * small stack), one walk at a time.
  */

@@ -11,7 +11,11 @@
  *  - both paths on a real process (a forked child that holds still): the same VMAs, field
  *    for field, including a file whose name has spaces, a deleted file, [stack], [heap],
  *    anonymous and PROT_NONE memory, and the VMAs of a range; a gone process ends walks;
- *    a text walk of the whole space hands over one VMA per line (emu/limits.c counts so).
+ *    a text walk of the whole space hands over one VMA per line (emu/limits.c counts so);
+ *  - the test switch: ODPEMU_MASK naming procmap_query (a whole word of the list) makes a
+ *    query walk of the process's own maps read the text from its first VMA on; a word
+ *    that only starts so does not (each case in a child of a process that has not walked
+ *    yet: the look is once per process, and a fork child inherits it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -449,11 +453,43 @@ static void test_process(void)
 	free(t);
 }
 
+/* In a child: set ODPEMU_MASK, walk our own maps asking for the ioctl; 1 if the walk read
+ * the text, 0 if not, 2 if the walk failed. */
+static int walks_text_under(const char *mask)
+{
+	pid_t pid = fork();
+	int st = -1;
+
+	if (pid == 0) {
+		int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		struct rec r[4];
+
+		setenv("ODPEMU_MASK", mask, 1);
+		if (fd < 0 || walk(fd, 0, 0, UINT64_MAX, r, 4) != 4)
+			_exit(2);
+		_exit(M->text ? 1 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void test_mask(void)
+{
+	T_EQ(walks_text_under("cachestat,procmap_query"), 1, "masked: the text");
+	T_EQ(walks_text_under("procmap_query"), 1, "masked alone: the text");
+	if (kernel_has_query()) {
+		T_EQ(walks_text_under("procmap_query_x,cachestat"), 0, "a longer word: the ioctl");
+		T_EQ(walks_text_under(""), 0, "nothing masked: the ioctl");
+	}
+}
+
 int main(void)
 {
 	M = malloc(sizeof(*M));
 	if (!M)
 		return 1;
+	test_mask();		/* first: a fork child inherits the parent's look at the switch */
 	test_parse();
 	test_text_files();
 	test_process();
