@@ -132,6 +132,10 @@ struct emu_session {
 	uid_t uid;
 	uint32_t id;			/* the NIC's client id */
 	bool hello_done, dead;
+	/* what the client reported at open (CLIENT_INFO, clients.h) */
+	bool info_reported;
+	uint64_t uffd_features;
+	int32_t process_vm_err;
 	unsigned polls;			/* armed multishot polls */
 	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
 	uint32_t nobjs;			/* a multiple of 64 */

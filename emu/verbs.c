@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clients.h"
 #include "counters.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -644,7 +645,8 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_CREATE_QP] = emu_op_create_qp, [IPC_MODIFY_QP] = emu_op_modify_qp,
 		[IPC_QUERY_QP] = emu_op_query_qp, [IPC_DESTROY_QP] = emu_op_destroy_qp,
 		[IPC_COUNTERS] = emu_op_counters, [IPC_INJECT] = op_inject,
-		[IPC_GET_INJECT] = op_get_inject,
+		[IPC_GET_INJECT] = op_get_inject, [IPC_CLIENT_INFO] = emu_op_client_info,
+		[IPC_CLIENTS] = emu_op_clients,
 	};
 
 	if (op >= IPC_OP_MAX)

@@ -38,8 +38,8 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		4	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
-					 * 4: the doorbell page (ipc_db.h) */
+#define IPC_VERSION		5	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -62,7 +62,7 @@
 	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
-	X(RESTORE_MR, 35)
+	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -110,6 +110,41 @@ struct ipc_hello_req {
 #endif
 #define IPC_UFFD_FEATURES (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
+/* CLIENT_INFO, right after HELLO once the library has named the daemon its tracer (Yama):
+ * what the client could give. The daemon reads probe_addr of the client (process_vm_readv,
+ * as its DMA does), which must hold probe_value, and answers 0 or -errno (-EIO: another
+ * value); it keeps the record for CLIENTS and logs a failure with its remedy. */
+struct ipc_client_info_req {
+	uint64_t uffd_features;		/* UFFDIO_API features of its userfaultfd; 0: none */
+	uint64_t probe_addr, probe_value;
+};
+struct ipc_client_info_rep {
+	int32_t process_vm_err;
+	uint32_t pad;
+};
+/* CLIENTS: the records of the device's client processes, from index start on (paging as
+ * COUNTERS). */
+struct ipc_clients_req {
+	uint32_t start;
+	uint32_t pad;
+};
+#define IPC_CLIENT_REPORTED	1u	/* CLIENT_INFO came: the fields below are its */
+#define IPC_CLIENT_NOTIFIER	2u	/* its userfaultfd came with HELLO */
+#define IPC_CLIENT_SUPERVISED	4u	/* its seccomp listener came (SUPERVISE) */
+struct ipc_client_rec {
+	uint32_t pid, session;
+	uint64_t uffd_features;
+	int32_t process_vm_err;
+	uint32_t flags;			/* IPC_CLIENT_* */
+	char comm[16];			/* /proc/PID/comm */
+};
+struct ipc_clients_rep {
+	uint32_t n;			/* records that follow */
+	uint32_t more;			/* 1: ask again with start += n */
+	struct ipc_client_rec r[];
+};
+#define IPC_MAX_CLIENTS \
+	((IPC_MAX_MSG - sizeof(struct ipc_hdr) - 8) / sizeof(struct ipc_client_rec))
 struct ipc_hello_rep {
 	uint32_t session;		/* the nic's client id of this session */
 	uint32_t daemon_pid;		/* for prctl(PR_SET_PTRACER) under Yama */

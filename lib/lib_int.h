@@ -298,6 +298,10 @@ const void *lib_pin_registry(void);
 /* ---- userfaultfd for HELLO (uffd.c) ---- */
 /* A userfaultfd with the API handshake done, or -1 when the kernel refuses one. */
 int lib_uffd_open(void);
+/* The UFFD_FEATURE_* the process's userfaultfd was opened with (0 before, or none). */
+uint64_t lib_uffd_features(void);
+/* CLIENT_INFO to c's daemon (clients.c): 0 or -errno. */
+int lib_client_info(struct lib_context *c);
 
 /* ---- the library's threads (thread.c) ---- */
 /* Start fn(arg) on a detached thread with every signal blocked; return once fn has posted

@@ -91,9 +91,12 @@ static int hello(struct lib_context *c)
 		rc = map_db(c, fds[3]);
 	else
 		close(fds[3]);
-	/* Yama (ptrace_scope 1): every daemon this process opens must be able to read it. */
-	if (!rc)
+	/* Yama (ptrace_scope 1): every daemon this process opens must be able to read it;
+	 * then what we could give it, its read of our memory included (clients.c). */
+	if (!rc) {
 		lib_tracer_allow((pid_t)rep.daemon_pid);
+		rc = lib_client_info(c);
+	}
 	return rc;
 }
 

@@ -53,6 +53,8 @@ static int uffd_open_with(uint64_t features)
  * their unmaps and discards reach the daemons; write faults it would resolve never
  * happen (no page is ever protected). Then without it, then without shmem write-protect
  * (kernels before 5.19). */
+static _Atomic uint64_t opened_with;	/* the features of the fd last opened */
+
 int lib_uffd_open(void)
 {
 	static const uint64_t tries[] = { IPC_UFFD_FEATURES | UFFD_FEATURE_WP_ASYNC,
@@ -60,6 +62,12 @@ int lib_uffd_open(void)
 	int fd = -1;
 
 	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && fd < 0; i++)
-		fd = uffd_open_with(tries[i]);
+		if ((fd = uffd_open_with(tries[i])) >= 0)
+			opened_with = tries[i];
 	return fd;
+}
+
+uint64_t lib_uffd_features(void)
+{
+	return opened_with;
 }

@@ -466,6 +466,25 @@ struct odpemu_counter {
 };
 /* Up to max counters of one object: the count, or -1 with errno. Names are stable (the
  * daemon's; docs/emu.md lists them). */
+/* What the daemon knows of one process that has the device open (odpemu_query_clients,
+ * `odpemu-ctl stat clients`): what it could give the daemon when it opened the device. */
+#define ODPEMU_CLIENT_REPORTED		1u	/* the library reported the fields below */
+#define ODPEMU_CLIENT_NOTIFIER		2u	/* its userfaultfd reached the daemon */
+#define ODPEMU_CLIENT_SUPERVISED	4u	/* its seccomp listener did (watches, leases) */
+struct odpemu_client_info {
+	uint32_t pid;
+	uint32_t session;		/* the daemon's session number */
+	uint64_t uffd_features;		/* UFFD_FEATURE_* of its userfaultfd; 0: none */
+	/* The daemon's test read of its memory at open (process_vm_readv, as its DMA does):
+	 * 0, or -errno: -EPERM under Yama or without ptrace access, -EIO a wrong value. */
+	int32_t process_vm_err;
+	uint32_t flags;			/* ODPEMU_CLIENT_* */
+	char comm[16];			/* its command name */
+};
+/* Up to max records, one per process with the device open (a process that opened it
+ * twice has two): the count, or -1 with errno. */
+int odpemu_query_clients(struct odpemu_context *context, struct odpemu_client_info *out,
+			 int max);
 int odpemu_query_counters(struct odpemu_context *context, enum odpemu_counter_scope scope,
 			  uint32_t id, struct odpemu_counter *out, int max);
 /* Change an injection knob at run time, with the words of odpemud's flags: key

@@ -202,6 +202,12 @@ static bool serve(struct fake *f, const struct ipc_hdr *h, int *fds, unsigned nf
 	case IPC_INJECT:
 		reply(f, h, 0, NULL, 0, NULL, 0, 0);
 		return true;
+	case IPC_CLIENT_INFO: {	/* what the library reports after HELLO: heard */
+		struct ipc_client_info_rep ok = { 0 };
+
+		reply(f, h, 0, &ok, sizeof(ok), NULL, 0, 0);
+		return true;
+	}
 	case IPC_DESTROY_CHANNEL:	/* the test's way to make the daemon die */
 		return false;
 	default:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* odpemu-ctl stat — a device's counters (as `rdma stat show`), or those of every QP or MR
- * on it (as `rdma stat show qp|mr`; --pid: one process's, --limit: the first N), one per
- * line or as JSON:
+ * on it (as `rdma stat show qp|mr`; --pid: one process's, --limit: the first N), or its
+ * client processes (stat clients: stat_clients.c), one per line or as JSON:
  * {"devices": [{"name": "odp0", "counters": {"page_faults": 12, ...}}]}, with "qps" or
  * "mrs": [{"qp_num"|"lkey": N, "pid": P, "counters": {...}}] for stat qp|mr, and
  * "truncated": true when --limit left some out. */
@@ -135,6 +135,8 @@ static int one(struct odpemu_context *ctx, const char *scope, const struct filte
 	static struct ctrs s;
 	const char *name = odpemu_get_device_name(ctx->device);
 
+	if (!strcmp(scope, "clients"))
+		return ctl_stat_clients(ctx, name, w);
 	if (strcmp(scope, "dev"))
 		return objects(ctx, name, !strcmp(scope, "qp"), f, w);
 	if (ctrs_query(ctx, ODPEMU_COUNTERS_DEVICE, 0, &s)) {
@@ -184,14 +186,17 @@ static int each_device(const char *dev, const char *scope, const struct filter *
 
 static int usage(void)
 {
-	printf("usage: %s stat [-d DEV] [dev|qp|mr] [--pid PID] [--limit N] [--json]\n"
+	printf("usage: %s stat [-d DEV] [dev|qp|mr|clients] [--pid PID] [--limit N] [--json]\n"
 	       "  dev (default): the counters of every device (or DEV): packets, page_faults,\n"
 	       "  page_fault_pages, page_invalidations, page_prefetch, rnr_naks_sent, ...,\n"
 	       "  fault_latency_us_lt_N (faults answered in under N us); docs/emu.md lists them.\n"
 	       "  The page and QP counters add up every MR and QP the device has had.\n"
 	       "  qp, mr: every QP (MR) of every process on the device, with its counters;\n"
 	       "  --pid PID: those of one process; --limit N: the first N (a line, or\n"
-	       "  \"truncated\": true, says more exist). Listing costs the daemon what it shows.\n",
+	       "  \"truncated\": true, says more exist). Listing costs the daemon what it shows.\n"
+	       "  clients: every process with the device open and what it gave the daemon at\n"
+	       "  open: its userfaultfd's features (the notifier), whether the daemon can read\n"
+	       "  its memory (Yama, ptrace), its seccomp listener.\n",
 	       CTL_PROG);
 	return 0;
 }
@@ -234,9 +239,10 @@ int ctl_stat(int argc, char **argv)
 		scope = argv[optind++];
 	if (optind < argc)
 		return ctl_usage_err("stat", "unexpected argument '%s'", argv[optind]);
-	if (strcmp(scope, "dev") && strcmp(scope, "qp") && strcmp(scope, "mr"))
-		return ctl_usage_err("stat", "unknown object '%s' (dev, qp or mr)", scope);
-	if (!strcmp(scope, "dev") && (f.pid || f.limit))
+	if (strcmp(scope, "dev") && strcmp(scope, "qp") && strcmp(scope, "mr") &&
+	    strcmp(scope, "clients"))
+		return ctl_usage_err("stat", "unknown object '%s' (dev, qp, mr or clients)", scope);
+	if ((!strcmp(scope, "dev") || !strcmp(scope, "clients")) && (f.pid || f.limit))
 		return ctl_usage_err("stat", "--pid and --limit are for stat qp and stat mr");
 	if (json) {
 		jw_init(&w, stdout);

@@ -13,6 +13,10 @@
 int ctl_list(int argc, char **argv);
 int ctl_devinfo(int argc, char **argv);
 int ctl_stat(int argc, char **argv);
+struct jw;
+struct odpemu_context;
+/* stat clients for one device (stat_clients.c): 0 or 1. */
+int ctl_stat_clients(struct odpemu_context *ctx, const char *name, struct jw *w);
 int ctl_inject(int argc, char **argv);
 int ctl_watch(int argc, char **argv);
 

@@ -6,6 +6,10 @@
  * too short to carry a header, at least not harm anyone), and a well-behaved client of the
  * same daemon must keep working throughout. Every fd a refused request carried is closed
  * by the daemon, even those of an empty datagram (which ends the session).
+ * A CLIENT_INFO that lies about its probe word (another value: -EIO; an address not
+ * mapped: -EFAULT) is recorded as a client whose memory the daemon cannot read, listed so
+ * by odpemu_query_clients and logged with the remedy; the good client's own record says
+ * readable, with its notifier and userfaultfd features.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -276,11 +280,63 @@ static void stray_fds(struct h_env *e)
 	close(fd);
 }
 
+/* Our records among the device's clients: the one whose process_vm_err is err. */
+static const struct odpemu_client_info *record_with(const struct odpemu_client_info *c,
+						    int n, int32_t err)
+{
+	for (int i = 0; i < n; i++)
+		if (c[i].pid == (uint32_t)getpid() && (c[i].flags & ODPEMU_CLIENT_REPORTED) &&
+		    c[i].process_vm_err == err)
+			return &c[i];
+	return NULL;
+}
+
+static bool log_has(struct h_env *e, const char *text)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "grep -qF '%s' %s", text, e->host[0].log);
+	return system(cmd) == 0;
+}
+
+static void client_records(struct h_env *e, struct odpemu_context *good)
+{
+	static const uint64_t word = 0x1234;
+	struct ipc_client_info_req lie = { .probe_addr = (uint64_t)(uintptr_t)&word,
+					   .probe_value = word + 1 };
+	struct odpemu_client_info c[16];
+	const struct odpemu_client_info *mine;
+	int fd = raw_connect(e), n;
+
+	hello(fd);
+	request(fd, IPC_VERSION, IPC_CLIENT_INFO, 0, &lie, sizeof(lie), 0, 0, 0,
+		"CLIENT_INFO, another value");
+	n = odpemu_query_clients(good, c, 16);
+	T_CHECK(n >= 2 && record_with(c, n, -EIO), "a record says -EIO (%d records)", n);
+	lie.probe_addr = 8;
+	request(fd, IPC_VERSION, IPC_CLIENT_INFO, 0, &lie, sizeof(lie), 0, 0, 0,
+		"CLIENT_INFO, an address not mapped");
+	n = odpemu_query_clients(good, c, 16);
+	T_CHECK(n >= 2 && record_with(c, n, -EFAULT), "a record says -EFAULT");
+	T_CHECK(log_has(e, "memory cannot be read (Bad address): its ODP MRs"),
+		"the daemon logged the unreadable client with the consequence");
+	mine = record_with(c, n, 0);
+	T_CHECK(mine && (mine->flags & ODPEMU_CLIENT_NOTIFIER) && mine->uffd_features,
+		"the good client: readable, notifier on, userfaultfd features %#llx",
+		mine ? (unsigned long long)mine->uffd_features : 0ull);
+	T_CHECK(mine && !strcmp(mine->comm, "test-e2e-ctl-fu"), "its command name: %s",
+		mine ? mine->comm : "-");
+	request(fd, IPC_VERSION, IPC_CLIENT_INFO, 0, &lie, sizeof(lie) - 1, 0, 0, -EBADMSG,
+		"CLIENT_INFO, a short body");
+	close(fd);
+}
+
 static void fuzz(struct h_env *e)
 {
 	struct odpemu_context *good = e->ctx[0];
 
 	stray_fds(e);
+	client_records(e, good);
 	structured(e, good);
 	random_bytes(e, good, &e->rng);
 	for (int i = 0; i < 200 && h_counter(good, ODPEMU_COUNTERS_DEVICE, 0, "sessions") != 1; i++)
