@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "mask.h"
 #include "procmap.h"
 
 /* ---- one line of the text ---- */
@@ -238,16 +239,7 @@ static bool masked_query(void)
 	int s = state;
 
 	if (!s) {
-		const char *spec = getenv("ODPEMU_MASK");
-		const char *word = "procmap_query";
-		size_t n = strlen(word);
-
-		s = 2;
-		for (const char *p = spec; p && *p; p += strcspn(p, ",")) {
-			p += *p == ',';
-			if (!strncmp(p, word, n) && (p[n] == ',' || !p[n]))
-				s = 1;
-		}
+		s = ipc_mask_has(getenv("ODPEMU_MASK"), "procmap_query") ? 1 : 2;
 		state = s;
 	}
 	return s == 1;

@@ -2,13 +2,16 @@
 /* The process's userfaultfd (one, made by relay.c): every daemon the process talks to
  * registers ranges on it, and the relay thread forwards its events, so their notifiers
  * learn of every unmap, discard and remap of MR memory (docs/emu.md, "MMU notifier"). */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lib_int.h"
+#include "mask.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1	/* Linux 5.11 */
@@ -61,6 +64,12 @@ int lib_uffd_open(void)
 		IPC_UFFD_FEATURES, IPC_UFFD_FEATURES & ~(uint64_t)UFFD_FEATURE_WP_HUGETLBFS_SHMEM };
 	int fd = -1;
 
+	/* The profiles' test switch (ipc/mask.h): as where the kernel or a container's
+	 * seccomp profile refuses userfaultfd. */
+	if (ipc_mask_has(getenv("ODPEMU_MASK"), "userfaultfd")) {
+		errno = EPERM;
+		return -1;
+	}
 	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && fd < 0; i++)
 		if ((fd = uffd_open_with(tries[i])) >= 0)
 			opened_with = tries[i];

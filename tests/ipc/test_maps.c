@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "maps.h"
+#include "mask.h"
 #include "t.h"
 
 #define P 4096ull
@@ -486,6 +487,12 @@ static int walks_text_under(const char *mask)
 
 static void test_mask(void)
 {
+	T_CHECK(ipc_mask_has("a,procmap_query,b", "procmap_query") &&
+		ipc_mask_has("procmap_query", "procmap_query") &&
+		!ipc_mask_has("procmap_query_x", "procmap_query") &&
+		!ipc_mask_has("x_procmap_query", "procmap_query") &&
+		!ipc_mask_has(",,", "procmap_query") && !ipc_mask_has(NULL, "procmap_query"),
+		"ipc_mask_has: whole items only");
 	T_EQ(walks_text_under("cachestat,procmap_query"), 1, "masked: the text");
 	T_EQ(walks_text_under("procmap_query"), 1, "masked alone: the text");
 	if (kernel_has_query()) {
