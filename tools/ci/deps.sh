@@ -46,10 +46,17 @@ odpemu_no_apt() {
   for p in $(odpemu_rpm_packages all); do rpm -q --quiet "$p" || missing+="$p "; done
   for p in $(odpemu_rpm_packages required); do rpm -q --quiet "$p" || required+="$p "; done
   [ -z "$missing" ] && return 0
-  echo "odpemu: no apt here; missing Fedora/RHEL packages (RHEL 9: EPEL and CRB enabled):" >&2
-  echo "  dnf install -y $missing" >&2
-  if [ -n "$required" ]; then
-    echo "odpemu: cannot continue without: $required" >&2
+  odpemu_say_missing "no apt here; missing Fedora/RHEL packages (RHEL 9: EPEL and CRB enabled):" \
+    "dnf install -y $missing" "$required"
+}
+
+# odpemu_say_missing <what> <install line> <required missing>: say what to run; 1 when a
+# required package is missing (the run cannot go on), else 0.
+odpemu_say_missing() {
+  echo "odpemu: $1" >&2
+  echo "  $2" >&2
+  if [ -n "${3// /}" ]; then
+    echo "odpemu: cannot continue without: $3" >&2
     return 1
   fi
   echo "odpemu: continuing without the optional ones (fuzzing/CI extras are skipped)" >&2
@@ -77,14 +84,9 @@ odpemu_ensure_deps() {
       || { echo "odpemu: apt-get install failed for: $missing" >&2; return 1; }
     return 0
   fi
-  # shellcheck disable=SC2046
   local required
+  # shellcheck disable=SC2046  # one word per package
   required=$(odpemu_missing $(odpemu_packages required) | tr '\n' ' ')
-  echo "odpemu: missing Debian packages. Run as root:" >&2
-  echo "  apt-get install -y $missing" >&2
-  if [ -n "${required// /}" ]; then
-    echo "odpemu: cannot continue without: $required" >&2
-    return 1
-  fi
-  echo "odpemu: continuing without the optional ones (fuzzing/CI extras are skipped)" >&2
+  odpemu_say_missing "missing Debian packages. Run as root:" "apt-get install -y $missing" \
+    "$required"
 }
