@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clients.h"
+#include "host_op.h"
 #include "counters.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -646,7 +647,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_QUERY_QP] = emu_op_query_qp, [IPC_DESTROY_QP] = emu_op_destroy_qp,
 		[IPC_COUNTERS] = emu_op_counters, [IPC_INJECT] = op_inject,
 		[IPC_GET_INJECT] = op_get_inject, [IPC_CLIENT_INFO] = emu_op_client_info,
-		[IPC_CLIENTS] = emu_op_clients,
+		[IPC_CLIENTS] = emu_op_clients, [IPC_HOST_REPORT] = emu_op_host_report,
 	};
 
 	if (op >= IPC_OP_MAX)

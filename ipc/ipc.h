@@ -62,7 +62,7 @@
 	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
-	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37)
+	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -145,6 +145,20 @@ struct ipc_clients_rep {
 };
 #define IPC_MAX_CLIENTS \
 	((IPC_MAX_MSG - sizeof(struct ipc_hdr) - 8) / sizeof(struct ipc_client_rec))
+/* HOST_REPORT (no body): the daemon's host feature report, probed at its start
+ * (emu/check.h), a row each. */
+struct ipc_host_row {
+	char name[32];			/* the row's name (an ODPEMU_MASK word) */
+	uint32_t verdict;		/* enum odpemu_host_verdict */
+	uint32_t masked;		/* 1: absent because ODPEMU_MASK names it */
+	char detail[160];		/* what the probe saw */
+};
+struct ipc_host_rep {
+	uint32_t n;
+	uint32_t pad;
+	struct ipc_host_row r[];
+};
+#define IPC_MAX_HOST_ROWS ((IPC_MAX_MSG - sizeof(struct ipc_hdr) - 8) / sizeof(struct ipc_host_row))
 struct ipc_hello_rep {
 	uint32_t session;		/* the nic's client id of this session */
 	uint32_t daemon_pid;		/* for prctl(PR_SET_PTRACER) under Yama */

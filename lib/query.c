@@ -110,3 +110,36 @@ ODPEMU_EXPORT int odpemu_query_gid(struct odpemu_context *context, uint8_t port_
 	memcpy(gid->raw, rep.gids[index], sizeof(gid->raw));
 	return 0;
 }
+
+ODPEMU_EXPORT int odpemu_query_host(struct odpemu_context *context,
+				    struct odpemu_host_feature *out, int max)
+{
+	struct {
+		struct ipc_host_rep rep;
+		struct ipc_host_row row[IPC_MAX_HOST_ROWS];
+	} page;		/* 6 KiB */
+	struct lib_call call = { .op = IPC_HOST_REPORT, .rep = &page, .rep_min = sizeof(page.rep),
+		.rep_cap = sizeof(page) };
+	int rc, n = 0;
+
+	if (!context || max < 0 || (max && !out)) {
+		errno = EINVAL;
+		return -1;
+	}
+	rc = lib_call(lib_ctx(context), &call);
+	if (!rc && (page.rep.n > IPC_MAX_HOST_ROWS ||
+		    call.rep_len != sizeof(page.rep) + page.rep.n * sizeof(page.row[0])))
+		rc = -EPROTO;
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	for (uint32_t i = 0; i < page.rep.n && n < max; i++, n++) {
+		memset(&out[n], 0, sizeof(out[n]));
+		memcpy(out[n].name, page.row[i].name, sizeof(out[n].name) - 1);
+		memcpy(out[n].detail, page.row[i].detail, sizeof(out[n].detail) - 1);
+		out[n].verdict = (enum odpemu_host_verdict)page.row[i].verdict;
+		out[n].masked = page.row[i].masked;
+	}
+	return n;
+}

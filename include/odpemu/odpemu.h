@@ -481,6 +481,18 @@ struct odpemu_client_info {
 	uint32_t flags;			/* ODPEMU_CLIENT_* */
 	char comm[16];			/* its command name */
 };
+/* The daemon's host feature report, probed when it started (`odpemud --check` prints the
+ * same rows with their fallbacks and remedies; `odpemu-ctl devinfo -v`). */
+enum odpemu_host_verdict { ODPEMU_HOST_AVAILABLE, ODPEMU_HOST_FALLBACK, ODPEMU_HOST_MISSING };
+struct odpemu_host_feature {
+	char name[32];			/* io_uring, procmap_query, userfaultfd, ... */
+	enum odpemu_host_verdict verdict;
+	uint32_t masked;		/* 1: absent because ODPEMU_MASK names it */
+	char detail[160];		/* what the probe saw */
+};
+/* Up to max rows: the count, or -1 with errno. */
+int odpemu_query_host(struct odpemu_context *context, struct odpemu_host_feature *out,
+		      int max);
 /* Up to max records, one per process with the device open (a process that opened it
  * twice has two): the count, or -1 with errno. */
 int odpemu_query_clients(struct odpemu_context *context, struct odpemu_client_info *out,

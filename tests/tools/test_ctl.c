@@ -52,6 +52,10 @@ static void test_list_devinfo(void)
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0,
 	       "ODP_SUPPORT ODP_SUPPORT_IMPLICIT");
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0, "rc_odp_caps:");
+	expect((const char *const[]){ "devinfo", "-v", NULL }, 0,
+	       "host (the daemon's, probed at its start");
+	expect((const char *const[]){ "devinfo", "-v", NULL }, 0, "\t\tprocmap_query ");
+	expect((const char *const[]){ "devinfo", NULL }, 0, "features not available");
 	expect((const char *const[]){ "devinfo", "-v", NULL }, 0, "max_inline_data:");
 	/* without -d: every device, in name order */
 	expect((const char *const[]){ "devinfo", NULL }, 0, env.host[0].name);

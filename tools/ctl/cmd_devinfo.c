@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* odpemu-ctl devinfo — a device's attributes, as ibv_devinfo prints them: identity, port
- * state and MTU, GIDs; -v adds the limits and the ODP capabilities per transport. */
+ * state and MTU, GIDs; -v adds the limits, the ODP capabilities per transport and the
+ * daemon's host feature report (a one-line summary without -v). */
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
@@ -81,6 +82,31 @@ static void print_port(struct odpemu_context *ctx, const struct odpemu_port_attr
 	print_gids(ctx, p->gid_tbl_len);
 }
 
+/* The daemon's host report (odpemu_query_host): -v every row, else one line. */
+static void print_host(struct odpemu_context *ctx, bool verbose)
+{
+	static const char *const verdicts[] = { "available", "fallback", "missing" };
+	struct odpemu_host_feature h[64];
+	int n = odpemu_query_host(ctx, h, 64), absent = 0;
+
+	if (n < 0) {
+		printf("\t%-26s cannot read it: %s\n", "host:", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		absent += h[i].verdict != ODPEMU_HOST_AVAILABLE;
+	if (!verbose) {
+		printf("\t%-26s %d of %d features not available%s\n", "host:", absent, n,
+		       absent ? " (-v: which; odpemud --check: the remedies)" : "");
+		return;
+	}
+	printf("\thost (the daemon's, probed at its start; odpemud --check: the remedies):\n");
+	for (int i = 0; i < n; i++)
+		printf("\t\t%-27s %-9s %s\n", h[i].name,
+		       h[i].verdict <= ODPEMU_HOST_MISSING ? verdicts[h[i].verdict] : "?",
+		       h[i].detail);
+}
+
 static int one(struct odpemu_context *ctx, bool verbose)
 {
 	struct odpemu_device_attr a;
@@ -119,6 +145,7 @@ static int one(struct odpemu_context *ctx, bool verbose)
 		       "not supported" : a.odp_caps.general_caps & ODPEMU_ODP_SUPPORT_IMPLICIT ?
 		       "explicit and implicit (details: -v)" : "explicit (details: -v)");
 	}
+	print_host(ctx, verbose);
 	print_port(ctx, &p);
 	return 0;
 }
@@ -168,7 +195,8 @@ int ctl_devinfo(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'h':
 			printf("usage: %s devinfo [-d DEV] [-v]\n  every device (or DEV): identity, "
-			       "port, GIDs; -v: limits and ODP caps per transport\n", CTL_PROG);
+			       "port, GIDs; -v: limits, ODP caps per transport and the daemon's "
+			       "host features\n", CTL_PROG);
 			return 0;
 		default: return ctl_usage_err("devinfo", "bad option");
 		}
