@@ -104,7 +104,7 @@ int emu_check_log_start(struct emu_check_report *rep);
 /* The event loop a report allows: io_uring when its rows the loop needs are available,
  * else epoll, with the reason (emu_check_reason of the first row absent) in why. */
 bool emu_check_loop_uring(const struct emu_check_report *rep, char *why, size_t len);
-/* Why io_uring_setup failed with rc (-errno), on one line: "io_uring refused (EPERM):
+/* Why io_uring_setup failed with rc (-errno), on one line: "io_uring: refused (EPERM):
  * <cause>; remedy: <remedy>", the cause found from kernel.io_uring_disabled and this
  * process's seccomp mode. */
 void emu_check_io_uring_reason(int rc, char *buf, size_t len);

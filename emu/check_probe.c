@@ -256,7 +256,7 @@ void emu_check_io_uring_reason(int rc, char *buf, size_t len)
 	const char *cause, *remedy;
 
 	io_uring_cause(rc, &cause, &remedy);
-	emu_say(buf, len, "io_uring refused (%s): %s; remedy: %s", ename(-rc), cause, remedy);
+	emu_say(buf, len, "io_uring: refused (%s): %s; remedy: %s", ename(-rc), cause, remedy);
 }
 
 /* A small ring as the loop sets one up (emu_loop_init: CQSIZE), with flags added. */

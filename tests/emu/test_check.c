@@ -199,7 +199,7 @@ static void bad_masks(void)
 	T_EQ(emu_check_run(&rep, "io-uring", true, err, sizeof(err)), -EINVAL,
 	     "a run with a bad mask");
 	emu_check_io_uring_reason(-EPERM, err, sizeof(err));
-	T_CHECK(!strncmp(err, "io_uring refused (EPERM): ", 26) && strstr(err, "; remedy: "),
+	T_CHECK(!strncmp(err, "io_uring: refused (EPERM): ", 27) && strstr(err, "; remedy: "),
 		"the io_uring reason: %s", err);
 }
 
