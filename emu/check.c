@@ -102,9 +102,10 @@ static const struct emu_check_row rows[] = {
 	  .used_for = "a client's VMAs one ioctl each (ipc/maps.c): page faults resolved "
 		"inline on the loop, in microseconds",
 	  .absent = EMU_CHECK_FALLBACK,
-	  .without = "the text of /proc/PID/maps: page faults go to the fault thread, as with "
-		"--fault-thread (a wake-up of 50-150 us, and the text can take hundreds of us "
-		"in a large address space)",
+	  .without = "the text of /proc/PID/maps (0.3 us a line): page faults resolved inline "
+		"while a walk parses at most 128 lines, else on the fault thread, as with "
+		"--fault-thread (a wake-up of 50-150 us, and hundreds of us of text in a large "
+		"address space)",
 	  .remedy = "Linux 6.11 or later",
 	  .probe = emu_check_probe_procmap_query },
 	{ .name = "process_vm", .needs = "ptrace access", .who = EMU_CHECK_DAEMON,

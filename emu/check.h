@@ -18,7 +18,7 @@
  * report as absent, as on a host without them. The daemon acts on the rows its event loop
  * needs (io_uring, io_uring_poll_multishot, io_uring_sync_cancel: absent or masked, it
  * runs the epoll loop, emu_check_loop_uring) and procmap_query (the text of
- * /proc/PID/maps, and page faults on the fault thread; the library honours it too,
+ * /proc/PID/maps, page faults inline only while it is short; the library honours it too,
  * ipc/maps.h); the other rows are only reported so far.
  *
  * The probes are in check_probe.c (check_int.h), one function per row.

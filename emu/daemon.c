@@ -473,7 +473,7 @@ static int start_fault_thread(struct emu_daemon *d)
 	}
 	emu_fault_set_inline(d->fault, !d->opt.fault_thread);
 	if (!emu_check_available(&d->host, "procmap_query"))
-		emu_fault_set_text_maps(d->fault, true);	/* the text: the thread's work */
+		emu_fault_set_text_maps(d->fault, true);	/* as before Linux 6.11 */
 	d->fault_io.fn = emu_answers_rx;
 	emu_loop_poll_in(&d->loop, emu_fault_eventfd(d->fault), &d->fault_io);
 	return 0;

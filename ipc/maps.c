@@ -183,6 +183,7 @@ static int text_next(struct ipc_maps *m, struct ipc_vma *v)
 	int rc;
 
 	while ((rc = text_line(m, &line, &len)) > 0) {
+		m->lines++;
 		if (ipc_maps_parse_line(line, len, v))
 			return -EPROTO;
 		if (v->end > m->at)
@@ -256,6 +257,7 @@ void ipc_maps_begin(struct ipc_maps *m, int fd, uint64_t lo, uint64_t hi)
 	m->off = 0;
 	m->len = m->pos = 0;
 	m->eof = m->skipping = false;
+	m->lines = 0;
 }
 
 /* A refusal of the ioctl itself: ENOTTY where the maps file has none (before Linux 6.11),

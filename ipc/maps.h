@@ -71,6 +71,7 @@ struct ipc_maps {
 	off_t off;			/* text: file offset of buf[len] */
 	size_t len, pos;		/* text: bytes in buf, handed over up to pos */
 	bool eof, skipping;		/* text: skipping the rest of a cut line */
+	unsigned lines;			/* text: lines parsed by this walk (its cost) */
 	char buf[IPC_MAPS_TEXT_BUF];
 	char name[IPC_MAPS_NAME_MAX];
 };

@@ -5,10 +5,11 @@
  * loop thread, which alone calls nic_fault_complete() / nic_fault_fail().
  *
  * FLOW. nic/ asks through its fault port; the loop wraps the request in a struct
- * emu_fault_job and resolves it on the spot (emu_fault_resolve_now) when PROCMAP_QUERY
- * makes that cost microseconds: no hand-off, no wake-up of another thread, which on a
+ * emu_fault_job and resolves it on the spot (emu_fault_resolve_now) when that costs
+ * microseconds: PROCMAP_QUERY, or the text of /proc/PID/maps while its last walk parsed
+ * few lines (a small process); no hand-off, no wake-up of another thread, which on a
  * 2-vCPU host shared with the clients and a peer daemon costs 50-150 us by itself.
- * Otherwise (text maps, or inline resolution off) it calls emu_fault_submit(). Both draw
+ * Otherwise (a long text, or inline resolution off) it calls emu_fault_submit(). Both draw
  * the injected failure and delay the same way. The thread draws the injected failure and
  * delay (inject.h), resolves, fills the answer fields and queues the job for the loop. The
  * loop takes answers (emu_fault_take) in the order they were resolved and hands them to its
@@ -121,8 +122,9 @@ void emu_fault_stop(struct emu_fault *f);
 void emu_fault_destroy(struct emu_fault *f);
 
 /* Resolve the job now, on the calling thread, if that is cheap: the VMAs come from
- * PROCMAP_QUERY (about 1-3 us a job; the text of /proc/PID/maps can take hundreds) and
- * inline resolution is on. True: the answer is filled in (the job is the caller's, never
+ * PROCMAP_QUERY (about 1-3 us a job), or from the text of /proc/PID/maps (0.3 us a line
+ * below the window) while the last inline walk of it parsed at most
+ * emu_fault_text_inline_lines() lines; and inline resolution is on. True: the answer is filled in (the job is the caller's, never
  * queued; stats count it). False: submit it. Call from one thread only (the loop's); it has
  * its own resolver and files, separate from the thread's. */
 bool emu_fault_resolve_now(struct emu_fault *f, struct emu_fault_job *job);
@@ -170,6 +172,10 @@ void emu_fault_stats_get(struct emu_fault *f, struct emu_fault_stats *out);
 /* Force reading the maps as text even where PROCMAP_QUERY works. Call before the first
  * submit (the thread reads the setting without the lock). */
 void emu_fault_set_text_maps(struct emu_fault *f, bool text);
+/* The text walk length above which faults go to the thread (default 128 lines, ~40 us;
+ * 0: only the first job inline, as before). Tests. */
+void emu_fault_set_text_inline_lines(struct emu_fault *f, unsigned lines);
+unsigned emu_fault_text_inline_lines(const struct emu_fault *f);
 
 /* Resolve one job on the calling thread, as the handler thread would (inject draws and
  * all): inj may be NULL. stats may be NULL. */

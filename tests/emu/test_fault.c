@@ -446,8 +446,10 @@ static bool query_available(void)
 	       emu_check_available(&rep, "procmap_query");
 }
 
-/* Without PROCMAP_QUERY (before Linux 6.11, or masked): the first job runs inline, finds
- * the text, and from then on every job is the thread's, with the same answers. */
+/* Without PROCMAP_QUERY (before Linux 6.11, or masked): the first job runs inline on the
+ * text; later ones stay inline while the text walks are within the limit (set high here:
+ * this process maps many VMAs), and go to the thread, with the same answers, once a walk
+ * was longer than it (a limit of 0). */
 static void test_inline_text(const struct target *tg)
 {
 	struct emu_fault *f;
@@ -455,12 +457,21 @@ static void test_inline_text(const struct target *tg)
 
 	printf("# procmap_query not available here: the text path's promise is checked\n");
 	T_EQ(emu_fault_start(NULL, &f), 0, "start");
+	T_EQ(emu_fault_text_inline_lines(f), 128, "the default limit");
 	tjob_init(&a, tg, base, 16 * P, base + 8 * P, P, RW, 0);
 	tjob_init(&b, tg, base, 16 * P, base + 8 * P, P, RW, 0);
 	a.job.maps_fd = b.job.maps_fd = -1;
 	T_CHECK(emu_fault_resolve_now(f, &a.job) && a.job.err == 0,
 		"the first job inline, on the text");
-	T_CHECK(!emu_fault_resolve_now(f, &b.job), "later jobs: the thread's work");
+	emu_fault_set_text_inline_lines(f, 1u << 20);
+	emu_fault_forget_vmas(f);	/* a new round: the next job walks the text again */
+	T_CHECK(emu_fault_resolve_now(f, &b.job) && b.job.err == 0,
+		"a text within the limit: the next job inline too");
+	emu_fault_set_text_inline_lines(f, 0);
+	emu_fault_forget_vmas(f);
+	tjob_init(&b, tg, base, 16 * P, base + 8 * P, P, RW, 0);
+	b.job.maps_fd = -1;
+	T_CHECK(!emu_fault_resolve_now(f, &b.job), "a walk over the limit: the thread's work");
 	T_EQ(run(f, &b), 0, "the thread's answer");
 	T_EQ(a.job.nmaps, b.job.nmaps, "inline and thread: same maps");
 	emu_fault_destroy(f);
@@ -511,7 +522,9 @@ static void test_inline(const struct target *tg)
 
 	T_EQ(emu_fault_start(NULL, &f), 0, "start");
 	emu_fault_set_text_maps(f, true);
-	T_CHECK(!emu_fault_resolve_now(f, &a.job), "text maps: never inline");
+	emu_fault_set_text_inline_lines(f, 0);
+	T_CHECK(emu_fault_resolve_now(f, &a.job), "text maps: the first job inline");
+	T_CHECK(!emu_fault_resolve_now(f, &a.job), "then, over a limit of 0, never inline");
 	emu_fault_destroy(f);
 }
 
