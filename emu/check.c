@@ -133,10 +133,14 @@ static const struct emu_check_row rows[] = {
 	{ .name = "userfaultfd", .needs = "Linux 5.7", .who = EMU_CHECK_BOTH,
 	  .used_for = "the MMU notifier: libodpemu's userfaultfd relays unmaps, discards and "
 		"remaps of MR memory to odpemud (emu/host/notifier.c)",
-	  .absent = EMU_CHECK_MISSING,
-	  .without = "none: the notifier is off: ODP data stays right (every access walks the "
-		"live page tables), but no invalidation happens (the counter host_invalidations "
-		"stays 0) and pinned MRs raise MR_DECOHERENCE only under a lease",
+	  .absent = EMU_CHECK_FALLBACK,
+	  .without = "the seccomp route: libodpemu's seccomp filter holds each munmap, mremap, "
+		"discarding madvise, MAP_FIXED mmap, brk and shmdt for the first device's "
+		"daemon, which invalidates before the call runs and relays the range to the "
+		"process's other devices (docs/emu.md); each such call costs a round trip (about "
+		"20 us) and the process gets no_new_privs. Without seccomp_notify too: no "
+		"invalidation at all (ODP data stays right: every access walks the live page "
+		"tables)",
 	  .remedy = "Linux 5.11 or later, whose UFFD_USER_MODE_ONLY needs no privilege "
 		"(before: sysctl -w vm.unprivileged_userfaultfd=1 or CAP_SYS_PTRACE); Docker's "
 		"default seccomp profile refuses userfaultfd: docker run --security-opt "
@@ -153,10 +157,12 @@ static const struct emu_check_row rows[] = {
 	  .remedy = "Linux 5.19 or later",
 	  .probe = emu_check_probe_uffd_wp_shmem },
 	{ .name = "uffd_wp_async", .needs = "Linux 6.7", .who = EMU_CHECK_BOTH,
-	  .used_for = "UFFD_FEATURE_WP_ASYNC: watching regular files' shared mappings",
+	  .used_for = "UFFD_FEATURE_WP_ASYNC: watching regular files' mappings",
 	  .absent = EMU_CHECK_FALLBACK, .after = "userfaultfd",
-	  .without = "libodpemu's userfaultfd goes without it: unmaps and discards of MR "
-		"memory mapped shared from a regular file are not seen",
+	  .without = "libodpemu's userfaultfd goes without it; a process that registers an MR "
+		"over a file mapping (or an implicit ODP MR) takes the seccomp route as well: "
+		"its munmap, mremap, discarding madvise, MAP_FIXED mmap and brk are held for "
+		"the daemon (a round trip each), which invalidates before they run",
 	  .remedy = "Linux 6.7 or later",
 	  .probe = emu_check_probe_uffd_wp_async },
 	{ .name = "seccomp_notify", .needs = "Linux 5.7", .who = EMU_CHECK_BOTH,
@@ -193,9 +199,9 @@ static const struct emu_check_row rows[] = {
 	{ .name = "cachestat", .needs = "Linux 6.5", .who = EMU_CHECK_TESTS,
 	  .used_for = "tests only: e2e-persist checks that a persistent FLUSH left no dirty "
 		"page (cachestat(2), x86-64 syscall 451)",
-	  .absent = EMU_CHECK_MISSING,
-	  .without = "e2e-persist is skipped ('no cachestat(2)'); odpemud and libodpemu do not "
-		"use it",
+	  .absent = EMU_CHECK_FALLBACK,
+	  .without = "e2e-persist reads the mapping's dirty pages in /proc/self/smaps instead "
+		"(writeback cleans them too); odpemud and libodpemu do not use it",
 	  .remedy = "Linux 6.5 or later; a seccomp profile that allows cachestat",
 	  .probe = emu_check_probe_cachestat },
 	{ .name = "netns", .needs = "root", .who = EMU_CHECK_TESTS,

@@ -38,9 +38,6 @@
 #include "procmap.h"
 #include "say.h"
 
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1ull << 15)	/* Linux 6.7 (Debian 12's headers are 6.1) */
-#endif
 #define NR_CACHESTAT 451	/* Linux 6.5, x86-64; Debian 12's headers predate it */
 #define UDP_BUF_ASKED (8u << 20)	/* what emu/io/udp.c (BUF_DEFAULT) asks each way */
 

@@ -45,6 +45,7 @@ int emu_op_client_info(struct emu_req *r)
 	EMU_WANT_BODY(r, struct ipc_client_info_req);
 	s->info_reported = true;
 	s->uffd_features = q->uffd_features;
+	s->notifier = q->notifier <= IPC_NOTIFIER_UFFD_AND_SECCOMP ? q->notifier : IPC_NOTIFIER_NONE;
 	s->process_vm_err = test_read(s->pid, q->probe_addr, q->probe_value);
 	if (s->process_vm_err)
 		log_unreadable(s);
@@ -76,6 +77,7 @@ static void record(const struct emu_session *s, struct ipc_client_rec *o)
 	o->session = s->id;
 	o->uffd_features = s->uffd_features;
 	o->process_vm_err = s->process_vm_err;
+	o->notifier = s->notifier;
 	o->flags = (s->info_reported ? IPC_CLIENT_REPORTED : 0) |
 		   (s->uffd >= 0 ? IPC_CLIENT_NOTIFIER : 0) |
 		   (s->supervise >= 0 ? IPC_CLIENT_SUPERVISED : 0);

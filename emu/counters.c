@@ -259,6 +259,7 @@ static const struct ctr_row dev_rows[] = {
 	DEV_QP_CTRS(QPS_)
 	CTR_(evictions) DAEMON_(host_invalidations, ctr.invalidations_host),
 	CTR_(mrs_pinned_shared) CTR_(mrs_pinned_by_address) CTR_(uffd_events)
+	CTR_(seccomp_invalidations) CTR_(seccomp_relay_drops)
 	CTR_(watch_changes) CTR_(watch_fired) CTR_(watch_errors)
 	CTR_(lease_breaks) CTR_(lease_acks) CTR_(lease_revocations) CTR_(lease_restores)
 	PERSIST_CTRS(PERSIST_)

@@ -84,6 +84,9 @@ struct emu_daemon {
 		uint64_t fault_deliver_wait_ns;	/* answer due -> delivered to nic/ */
 		uint64_t loop_sleeps;		/* the loop stopped spinning and waited */
 		uint64_t watch_changes;		/* mapping changes held for the notifier */
+		/* the seccomp route (notifier.h): held changes applied here; ranges that could
+		 * not be sent back for the process's other devices */
+		uint64_t seccomp_invalidations, seccomp_relay_drops;
 		uint64_t watch_fired, watch_errors;	/* Z words written; writes that failed */
 		uint64_t lease_breaks, lease_acks;	/* leases broken; broken ones acknowledged */
 		uint64_t lease_revocations, lease_restores;	/* timed out; restored */

@@ -92,9 +92,30 @@ static void on_supervise(struct emu_io *io, const struct io_uring_cqe *cqe)
 {
 	struct emu_session *s = (struct emu_session *)((char *)io - offsetof(struct emu_session, sup_io));
 
+	if (s->sup_cancelling && !s->dead) {	/* let go: not armed again */
+		if (!(cqe->flags & IORING_CQE_F_MORE)) {
+			s->polls--;
+			s->sup_cancelling = false;
+		}
+		return;
+	}
 	if (!s->dead && cqe->res > 0)
 		emu_watch_serve(s);
 	poll_done(s, cqe, s->supervise, io);
+}
+
+int emu_session_unsupervise(struct emu_session *s)
+{
+	int rc;
+
+	if (s->supervise < 0)
+		return -ENOENT;
+	if ((rc = emu_loop_cancel_sync(&s->d->loop, &s->sup_io)))
+		return rc;
+	s->sup_cancelling = true;
+	close(s->supervise);
+	s->supervise = -1;
+	return 0;
 }
 
 void emu_session_set_supervise(struct emu_session *s, int listener)

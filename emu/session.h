@@ -122,6 +122,7 @@ struct emu_session {
 	int uffd;			/* the client's userfaultfd: we register ranges on it */
 	int uffd_relay;			/* its events, forwarded by the client (ipc.h) */
 	int supervise;			/* the listener of its seccomp filter (watch.h), or -1 */
+	bool sup_cancelling;		/* let go (UNSUPERVISE): its poll's last completion due */
 	uint64_t held_at;		/* the client's ipc_supervise_req.held words */
 	uint64_t held_used;		/* bit i: slot i names a hold (lease.c) */
 	unsigned nwatches;		/* its EMU_OBJ_WATCH objects */
@@ -136,6 +137,7 @@ struct emu_session {
 	bool info_reported;
 	uint64_t uffd_features;
 	int32_t process_vm_err;
+	uint32_t notifier;		/* enum ipc_notifier */
 	unsigned polls;			/* armed multishot polls */
 	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
 	uint32_t nobjs;			/* a multiple of 64 */
@@ -173,6 +175,8 @@ void emu_session_arm(struct emu_session *s, int fd, struct emu_io *io);
 void emu_session_set_uffd(struct emu_session *s, int uffd, int relay);
 /* Take the listener of the client's seccomp filter and serve it (watch.h). */
 void emu_session_set_supervise(struct emu_session *s, int listener);
+/* Let go of it (UNSUPERVISE, watch.c): its poll cancelled, the fd closed. 0 or -errno. */
+int emu_session_unsupervise(struct emu_session *s);
 
 /* The object of s with this handle and type, or NULL. */
 struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type);

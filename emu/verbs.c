@@ -91,6 +91,24 @@ static int event_pipe(int p[2])
 	return -1;
 }
 
+/* HELLO's fds (ipc.h): the process's userfaultfd and its relay socket, or the relay socket
+ * alone (the seccomp route). Anything else is ignored: the session works without a
+ * notifier. 1 when the userfaultfd came. */
+static uint32_t take_notifier(struct emu_req *r, uint32_t flags)
+{
+	if ((flags & IPC_HELLO_HAS_UFFD) && r->nfds == 2 && is_uffd(r->fds[0]) &&
+	    is_seqpacket(r->fds[1])) {
+		emu_session_set_uffd(r->s, r->fds[0], r->fds[1]);
+		r->fds[0] = r->fds[1] = -1;
+		return 1;
+	}
+	if ((flags & IPC_HELLO_HAS_RELAY) && r->nfds == 1 && is_seqpacket(r->fds[0])) {
+		emu_session_set_uffd(r->s, -1, r->fds[0]);
+		r->fds[0] = -1;
+	}
+	return 0;
+}
+
 static int op_hello(struct emu_req *r)
 {
 	struct emu_session *s = r->s;
@@ -109,12 +127,7 @@ static int op_hello(struct emu_req *r)
 		return emu_reply_err(r, rc, "pipe: %s", strerror(-rc));
 	}
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
-	if ((q->flags & IPC_HELLO_HAS_UFFD) && r->nfds == 2 && is_uffd(r->fds[0]) &&
-	    is_seqpacket(r->fds[1])) {
-		emu_session_set_uffd(s, r->fds[0], r->fds[1]);
-		r->fds[0] = r->fds[1] = -1;
-		rep.notifier = 1;
-	}
+	rep.notifier = take_notifier(r, q->flags);
 	s->event_wr = p[1];
 	fds[0] = p[0];
 	fds[1] = s->doorbell;

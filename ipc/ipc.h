@@ -38,8 +38,9 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		5	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
-					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO */
+#define IPC_VERSION		6	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
+					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY) */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -62,7 +63,8 @@
 	X(CM_CHANNEL, 23) X(CM_LISTEN, 24) X(CM_CONNECT, 25) X(CM_ACCEPT, 26) \
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
-	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38)
+	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
+	X(UNSUPERVISE, 39)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -101,12 +103,24 @@ struct ipc_hello_req {
  * relay thread forwards every event it reads from the userfaultfd, to every device of
  * the process: messages of whole struct uffd_msg records (at most IPC_UFFD_RELAY_MSGS). */
 #define IPC_HELLO_HAS_UFFD	1u
+/* HELLO's fd with IPC_HELLO_HAS_RELAY (no userfaultfd here: refused by the kernel or a
+ * container's seccomp profile): [0] the relay socket alone. Mapping changes then come by
+ * the seccomp route (docs/emu.md, "MMU notifier"): the daemon that supervises the process
+ * (IPC_SUPERVISE) invalidates its own MRs for each held call before letting it run, and
+ * sends the range back on its relay socket as a uffd_msg (UFFD_EVENT_UNMAP; REMAP's two
+ * places as two); the library forwards it to every other device of the process. */
+#define IPC_HELLO_HAS_RELAY	2u
 #define IPC_UFFD_RELAY_MSGS	16
 /* What the library asks of its userfaultfd (UFFDIO_API): the non-cooperative events, and
  * write-protect registration of shmem (pinned MRs' memfds). The daemon registers ranges
  * in write-protect mode and never protects a page, so no ordinary fault is intercepted. */
 #ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
 #define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)	/* Linux 5.19 (Ubuntu 22.04's headers: 5.15) */
+#endif
+/* Asked for too when the kernel has it: write-protect-only registration of any VMA, file
+ * mappings included. Without it (before 6.7) file mappings take the seccomp route too. */
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1ull << 15)	/* Linux 6.7 (Debian 12's headers are 6.1) */
 #endif
 #define IPC_UFFD_FEATURES (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
@@ -117,6 +131,18 @@ struct ipc_hello_req {
 struct ipc_client_info_req {
 	uint64_t uffd_features;		/* UFFDIO_API features of its userfaultfd; 0: none */
 	uint64_t probe_addr, probe_value;
+	uint32_t notifier;		/* enum ipc_notifier: how mapping changes reach us */
+	uint32_t pad;
+};
+/* How a process's mapping changes reach a device's daemon (its MMU notifier). */
+enum ipc_notifier {
+	IPC_NOTIFIER_NONE = 0,		/* not at all: no invalidation */
+	IPC_NOTIFIER_UFFD = 1,		/* the process's userfaultfd, relayed */
+	IPC_NOTIFIER_SECCOMP = 2,	/* held calls, this daemon supervises the process */
+	IPC_NOTIFIER_SECCOMP_RELAYED = 3, /* held calls supervised by another device's daemon */
+	/* the userfaultfd, and held calls for the file mappings it cannot watch (a kernel
+	 * without UFFD_FEATURE_WP_ASYNC) */
+	IPC_NOTIFIER_UFFD_AND_SECCOMP = 4,
 };
 struct ipc_client_info_rep {
 	int32_t process_vm_err;
@@ -137,6 +163,8 @@ struct ipc_client_rec {
 	int32_t process_vm_err;
 	uint32_t flags;			/* IPC_CLIENT_* */
 	char comm[16];			/* /proc/PID/comm */
+	uint32_t notifier;		/* enum ipc_notifier, as CLIENT_INFO said */
+	uint32_t pad;
 };
 struct ipc_clients_rep {
 	uint32_t n;			/* records that follow */
@@ -505,7 +533,11 @@ struct ipc_cm_event {
  * SUPERVISE: no body; fd [0] = the listener of the seccomp filter the process installed
  * (SECCOMP_FILTER_FLAG_NEW_LISTENER): the daemon answers every mapping change the filter
  * holds, after writing the Z words of the watches it touches. One per process and daemon.
- * WATCH_CREATE: body below, reply struct ipc_handle_rep. WATCH_DESTROY: handle. */
+ * WATCH_CREATE: body below, reply struct ipc_handle_rep. WATCH_DESTROY: handle.
+ * UNSUPERVISE: no body; the daemon lets go of the listener (closes it, answers no more
+ * held calls: they wait in the listener for the next supervisor) if no watch, lease or
+ * held call needs it, else -EBUSY. The library moves the listener so, from the daemon
+ * that took it for the seccomp route alone to the one of the first watch or lease. */
 /* IPC_SUPERVISE (the listener fd with it): where the daemon writes the notification id of
  * each call it holds for a lease (0 when it lets it go), so that the library's fallback
  * can let them go if the daemon dies holding them (docs/regcache.md). */

@@ -16,7 +16,9 @@ static const volatile uint64_t probe_word = 0x6f6470656d752d31ull;	/* "odpemu-1"
 int lib_client_info(struct lib_context *c)
 {
 	struct ipc_client_info_req req = {
-		.uffd_features = c->notifier ? lib_uffd_features() : 0,
+		.uffd_features = c->notifier == IPC_NOTIFIER_UFFD ||
+				 c->notifier == IPC_NOTIFIER_UFFD_AND_SECCOMP ? lib_uffd_features() : 0,
+		.notifier = c->notifier,
 		.probe_addr = (uint64_t)(uintptr_t)&probe_word, .probe_value = probe_word,
 	};
 	struct ipc_client_info_rep rep;
@@ -42,6 +44,9 @@ static void copy_client(struct odpemu_client_info *o, const struct ipc_client_re
 	o->uffd_features = i->uffd_features;
 	o->process_vm_err = i->process_vm_err;
 	o->flags = i->flags;
+	if (i->notifier == IPC_NOTIFIER_SECCOMP || i->notifier == IPC_NOTIFIER_SECCOMP_RELAYED ||
+	    i->notifier == IPC_NOTIFIER_UFFD_AND_SECCOMP)
+		o->flags |= ODPEMU_CLIENT_NOTIFIER_SECCOMP;
 	memcpy(o->comm, i->comm, n < sizeof(o->comm) ? n : sizeof(o->comm) - 1);
 }
 

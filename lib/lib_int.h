@@ -70,7 +70,9 @@ struct lib_context {
 	int doorbell_fd;
 	struct ipc_status_page *status;	/* the daemon's page, mapped read-only */
 	struct ipc_db_page *db;		/* the session's doorbell page (ipc_db.h), or NULL */
-	uint32_t session, daemon_pid, notifier;
+	uint32_t session, daemon_pid;
+	uint32_t notifier;		/* enum ipc_notifier: how our unmaps reach its daemon */
+	atomic_bool route_tried;	/* the seccomp route was tried (watch.c) */
 	int relay_peer;			/* our end of the userfaultfd relay (relay.c), or -1 */
 
 	pthread_mutex_t ctl_lock;	/* one request at a time; seq */
@@ -197,9 +199,13 @@ struct lib_mr {
 	int access;		/* as registered (a restore repeats it) */
 };
 
-/* watch.c: the process's seccomp filter, its listener with context's daemon (the first
- * watch or lease): 0, -EXDEV (another daemon has it), -ENODEV, -errno. */
-int lib_supervise(struct odpemu_context *context);
+/* supervise.c: the process's seccomp filter, its listener with context's daemon (the
+ * first watch or lease: pin; or the seccomp route's first MR, which a watch or lease then
+ * moves): 0, -EXDEV (another daemon has it), -ENODEV, -errno. */
+int lib_supervise(struct odpemu_context *context, bool pin);
+/* watch.c: at an MR of [addr, +len) (implicit: every range): if c has no userfaultfd, or
+ * one that cannot watch the file mappings there, take the seccomp route (once). */
+void lib_seccomp_route(struct lib_context *c, const void *addr, size_t len, bool implicit);
 /* context is closing: if its daemon holds the listener, later watches are ENODEV (the
  * daemon keeps answering the process's held calls until it exits: emu/host/orphan.h). */
 void lib_watch_closing(struct odpemu_context *context);
@@ -308,13 +314,16 @@ int lib_client_info(struct lib_context *c);
  * ready (it does so when its set-up is done), or after 10 s. 0 or -errno. */
 int lib_thread_spawn(void *(*fn)(void *), void *arg, sem_t *ready);
 
-/* ---- the process's userfaultfd and its relay thread (relay.c) ---- */
-/* For a new session: a duplicate of the process's userfaultfd and the daemon's end of a
- * relay socket (both to send with HELLO, then close), and our end (*peer, to pass to
- * lib_relay_leave). 0 or -errno (no userfaultfd here: the device works without a
- * notifier). */
+/* ---- the process's MMU-notifier relay thread (relay.c) ---- */
+/* For a new session: a duplicate of the process's userfaultfd (-1 where the kernel
+ * refused one: the seccomp route) and the daemon's end of a relay socket (both to send
+ * with HELLO, then close), and our end (*peer, to pass to lib_relay_leave). 0 or -errno
+ * (no thread: the device works without a notifier). */
 int lib_relay_join(int *uffd, int *relay, int *peer);
 void lib_relay_leave(int peer);
+/* The seccomp route: peer's daemon supervises the process; forward what it sends back to
+ * every other device (-1: none does any more). */
+void lib_relay_set_source(int peer);
 /* Wait (at most a second) until the relay has forwarded every event it has read. */
 void lib_relay_settle(void);
 /* In a fork child: forget the parent's (fork.c). */

@@ -57,8 +57,9 @@ static int map_db(struct lib_context *c, int fd)
 	return 0;
 }
 
-/* The process's userfaultfd and a relay socket go to the daemon (relay.c): every device
- * of the process learns of every unmap. */
+/* The process's userfaultfd and a relay socket go to the daemon (relay.c), or the relay
+ * socket alone for the seccomp route (watch.c, lib_seccomp_route): every device of the
+ * process learns of every unmap. */
 static int hello(struct lib_context *c)
 {
 	struct ipc_hello_req req = { .client_version = IPC_VERSION };
@@ -73,19 +74,22 @@ static int hello(struct lib_context *c)
 	int rc;
 
 	if (!lib_relay_join(&notifier[0], &notifier[1], &c->relay_peer)) {
-		req.flags = IPC_HELLO_HAS_UFFD;
-		call.nfds = 2;
+		bool uffd = notifier[0] >= 0;
+
+		req.flags = uffd ? IPC_HELLO_HAS_UFFD : IPC_HELLO_HAS_RELAY;
+		call.fds = uffd ? notifier : &notifier[1];
+		call.nfds = uffd ? 2 : 1;
 	}
 	rc = lib_call(c, &call);
 	for (unsigned i = 0; i < call.nfds; i++)
-		close(notifier[i]);
+		close(call.fds[i]);
 	if (rc)
 		return rc;
 	c->pub.async_fd = fds[0];
 	c->doorbell_fd = fds[1];
 	c->session = rep.session;
 	c->daemon_pid = rep.daemon_pid;
-	c->notifier = rep.notifier;
+	c->notifier = rep.notifier ? IPC_NOTIFIER_UFFD : IPC_NOTIFIER_NONE;
 	rc = map_status(c, fds[2]);
 	if (!rc)
 		rc = map_db(c, fds[3]);

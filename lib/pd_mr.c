@@ -193,7 +193,8 @@ static struct lib_mr *reg_mr(struct odpemu_pd *pd, void *addr, size_t length, in
 	b.req.len = implicit ? UINT64_MAX : (uint64_t)length;
 	b.req.access = (uint32_t)access;
 	b.req.pd = pd->handle;
-	*err = (access & ODPEMU_ACCESS_LEASE) ? lib_supervise(pd->context) : 0;
+	lib_seccomp_route(c, addr, length, implicit);	/* where the userfaultfd cannot */
+	*err = (access & ODPEMU_ACCESS_LEASE) ? lib_supervise(pd->context, true) : 0;
 	if (!*err && !(access & ODPEMU_ACCESS_ON_DEMAND))
 		*err = pin(c, &b, addr, length, access, fds);
 	if (!*err)

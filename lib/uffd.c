@@ -16,9 +16,6 @@
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1	/* Linux 5.11 */
 #endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1ull << 15)	/* Linux 6.7 (Debian 12's headers are 6.1) */
-#endif
 
 /* vm.unprivileged_userfaultfd = 0 still lets anyone open a user-mode-only fd, which is
  * all the non-cooperative events need; older kernels do not know the flag. */
@@ -62,15 +59,21 @@ int lib_uffd_open(void)
 {
 	static const uint64_t tries[] = { IPC_UFFD_FEATURES | UFFD_FEATURE_WP_ASYNC,
 		IPC_UFFD_FEATURES, IPC_UFFD_FEATURES & ~(uint64_t)UFFD_FEATURE_WP_HUGETLBFS_SHMEM };
+	const char *mask = getenv("ODPEMU_MASK");
 	int fd = -1;
+	unsigned first = 0;
 
 	/* The profiles' test switch (ipc/mask.h): as where the kernel or a container's
-	 * seccomp profile refuses userfaultfd. */
-	if (ipc_mask_has(getenv("ODPEMU_MASK"), "userfaultfd")) {
+	 * seccomp profile refuses userfaultfd, or a kernel before a feature's tier. */
+	if (ipc_mask_has(mask, "userfaultfd")) {
 		errno = EPERM;
 		return -1;
 	}
-	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && fd < 0; i++)
+	if (ipc_mask_has(mask, "uffd_wp_async"))
+		first = 1;
+	if (ipc_mask_has(mask, "uffd_wp_shmem"))
+		first = 2;
+	for (unsigned i = first; i < sizeof(tries) / sizeof(tries[0]) && fd < 0; i++)
 		if ((fd = uffd_open_with(tries[i])) >= 0)
 			opened_with = tries[i];
 	return fd;

@@ -1,24 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* watch — the mapping-change notifier (include/odpemu/odpemu.h, docs/regcache.md): the
- * process's seccomp filter, installed once, whose listener goes to the daemon of the
- * first context that watches; the watches themselves live in that daemon. */
+/* watch — the mapping-change notifier (include/odpemu/odpemu.h, docs/regcache.md): watches
+ * live in the daemon that supervises the process (supervise.c); and the seccomp route, by
+ * which that daemon is also the MMU notifier of a process without a (capable) userfaultfd
+ * (docs/emu.md, "Without a userfaultfd"). */
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <poll.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/shm.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "lib_int.h"
 
@@ -27,192 +14,53 @@ struct odpemu_watch {
 	uint32_t handle;
 };
 
-static pthread_mutex_t supervise_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct odpemu_context *supervisor;	/* whose daemon holds our listener */
-static pid_t supervised_pid;			/* a fork child installs its own */
-
-/* If the daemon dies, nobody answers the held calls: the process would hang in munmap
- * (the library's copy keeps the listener alive). So the library keeps a copy of the
- * listener and a thread that sleeps on the daemon's pidfd; from then on it lets every
- * held call run, forever. It never makes a held call itself: its buffers are static, it
- * allocates nothing. (When the context whose daemon holds the listener closes, that
- * daemon keeps answering until the process exits, emu/host/orphan.h: a thread of ours could
- * be stopped, by LeakSanitizer at exit say, while another task of the process unmaps.) */
-static int listener_copy = -1, daemon_pidfd = -1;
-/* The ids of the calls the daemon holds for a lease (ipc_supervise_req; it writes them):
- * a dead daemon's held calls are let go from here, the new ones by the loop below. */
-static uint64_t held_ids[IPC_HELD_SLOTS] __attribute__((aligned(8)));
-
-static sem_t fallback_ready;
-
-/* Everything a sanitizer runtime does for a new thread, and the first call of each of
- * its interceptors the loop below uses, may map memory with MAP_FIXED: a held call. Done
- * while the daemon is alive to answer, before supervise() returns; once it is dead, a held
- * call of this thread would wait for itself. */
-static void warm_up(void)
+/* A userfaultfd without UFFD_FEATURE_WP_ASYNC (before Linux 6.7) takes anonymous memory
+ * and shmem only (mm/userfaultfd.c, vma_can_userfault): does [addr, +len) meet a mapping
+ * of another file (or is the MR every range, implicit ODP)? A tmpfs file outside
+ * /dev/shm counts as a file: the route is then taken for nothing, never missed. */
+static bool file_mappings_unwatched(const void *addr, size_t len, bool implicit)
 {
-	struct pollfd pf = { .fd = listener_copy, .events = POLLIN };
-	uint64_t id = 0;
+	struct lib_vma *v;
+	size_t n;
+	bool any = false;
 
-	(void)poll(&pf, 1, 0);
-	(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_ID_VALID, &id);
-	sem_post(&fallback_ready);
+	if (lib_uffd_features() & UFFD_FEATURE_WP_ASYNC)
+		return false;
+	if (implicit || !addr)
+		return true;
+	if (lib_maps_range((uintptr_t)addr, (uintptr_t)addr + len, &v, &n))
+		return true;	/* cannot tell: the route covers it */
+	for (size_t i = 0; i < n && !any; i++)
+		any = v[i].ino && strncmp(v[i].path, "/memfd:", 7) &&
+		      strncmp(v[i].path, "/SYSV", 5) && strncmp(v[i].path, "/dev/shm/", 9);
+	free(v);
+	return any;
 }
 
-static void *answer_when_orphaned(void *arg)
+/* No userfaultfd here (or one that cannot watch file mappings, and the MR meets one): at
+ * the context's first such MR, the process's seccomp filter holds its
+ * mapping changes for the daemon of the first device that registers one, which
+ * invalidates its own translations before each call runs and sends the range back for
+ * the relay to forward to the other devices (relay.c; docs/emu.md, "Without a
+ * userfaultfd"). Not at open: a process that never registers memory (a monitor, a parent
+ * about to fork workers) then pays no round trip per munmap, keeps its privileges
+ * (no_new_privs) and leaves its children free to install their own. */
+void lib_seccomp_route(struct lib_context *c, const void *addr, size_t len, bool implicit)
 {
-	static union {
-		struct seccomp_notif n;
-		uint8_t room[512];	/* a newer kernel's larger record */
-	} in;
-	static union {
-		struct seccomp_notif_resp r;
-		uint8_t room[512];
-	} out;
-	struct pollfd pf = { .fd = daemon_pidfd, .events = POLLIN };
+	bool uffd = c->notifier == IPC_NOTIFIER_UFFD;
+	int rc;
 
-	(void)arg;
-	warm_up();
-	while (daemon_pidfd >= 0 && poll(&pf, 1, -1) < 0 && errno == EINTR)
-		;
-	for (unsigned i = 0; i < IPC_HELD_SLOTS; i++) {
-		uint64_t id = __atomic_load_n(&held_ids[i], __ATOMIC_ACQUIRE);
-
-		if (!id)
-			continue;
-		memset(&out, 0, sizeof(out));
-		out.r.id = id;
-		out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_SEND, &out.r);	/* ENOENT: gone */
-	}
-	for (;;) {
-		memset(&in, 0, sizeof(in));
-		if (ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_RECV, &in.n))
-			continue;	/* EINTR, or ENOENT: the caller went */
-		memset(&out, 0, sizeof(out));
-		out.r.id = in.n.id;
-		out.r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-		(void)ioctl(listener_copy, SECCOMP_IOCTL_NOTIF_SEND, &out.r);
-	}
-	return NULL;
-}
-
-/* The fallback above, for the daemon of c; c NULL: no daemon took the listener, answer
- * from now on. Without a pidfd of c's daemon (another PID namespace) there is none: the
- * thread would race the daemon for the calls (docs/regcache.md). */
-static void keep_fallback(struct lib_context *c, int listener)
-{
-	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
-		close(listener);
+	if (c->relay_peer < 0 || (c->notifier != IPC_NOTIFIER_NONE && !uffd) ||
+	    (uffd && !file_mappings_unwatched(addr, len, implicit)) ||
+	    atomic_exchange(&c->route_tried, true))
 		return;
-	}
-	listener_copy = listener;
-	if (!sem_init(&fallback_ready, 0, 0))
-		(void)lib_thread_spawn(answer_when_orphaned, NULL, &fallback_ready);
-}
-
-/* The filter: the calls that can change a mapping are held for the daemon (user
- * notification), which works out what each one changes (emu/host/watch.c); everything else
- * runs. Arguments are tested on their low word (x86-64 is little-endian) where the kernel
- * reads an int (madvise's advice, mmap's and shmat's flags).
- *
- * Built from blocks so that no jump offset is counted by hand: once the call's number is
- * loaded, ON_CALL(nr, block...) skips the block (its length is computed) unless the number
- * is nr. Every block ends in a return, so the next ON_CALL still finds the number in the
- * accumulator; inside a block every jump skips exactly one instruction. A call that no
- * block names reaches the last RUN without reading an argument: the kernel's seccomp
- * action cache (5.11) then lets it run without running the filter at all. */
-#ifndef MADV_DONTNEED_LOCKED
-#define MADV_DONTNEED_LOCKED 24	/* Linux 5.18 */
-#endif
-#define LD_ARCH BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch))
-#define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define LD_ARG_LO(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]))
-#define LD_ARG_HI(i) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, \
-			      offsetof(struct seccomp_data, args[i]) + 4)
-#define HOLD BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF)
-#define RUN BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
-#define HOLD_IF_EQ(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 0, 1), HOLD
-#define HOLD_IF_NE(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 1, 0), HOLD
-#define HOLD_IF_ANY(bits) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, (bits), 0, 1), HOLD
-#define RUN_IF_NE(v) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (v), 1, 0), RUN
-#define NINSN(...) (sizeof((struct sock_filter[]){ __VA_ARGS__ }) / sizeof(struct sock_filter))
-#define ON_CALL(nr, ...) \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, NINSN(__VA_ARGS__)), __VA_ARGS__
-
-static int install_filter(void)
-{
-	struct sock_filter f[] = {
-		LD_ARCH,
-		RUN_IF_NE(AUDIT_ARCH_X86_64),	/* another ABI (int 0x80): not ours */
-		LD_NR,
-		ON_CALL(__NR_munmap, HOLD),
-		ON_CALL(__NR_mremap, HOLD),
-		/* madvise: only the advices that discard pages */
-		ON_CALL(__NR_madvise, LD_ARG_LO(2), HOLD_IF_EQ(MADV_DONTNEED),
-			HOLD_IF_EQ(MADV_DONTNEED_LOCKED), HOLD_IF_EQ(MADV_FREE),
-			HOLD_IF_EQ(MADV_REMOVE), RUN),
-		/* mmap: only over what is there (MAP_FIXED; MAP_FIXED_NOREPLACE fails instead) */
-		ON_CALL(__NR_mmap, LD_ARG_LO(3), HOLD_IF_ANY(MAP_FIXED), RUN),
-		/* brk: every one but brk(0), the query: only the daemon knows the old break, so
-		 * only it can tell a shrink (which frees pages) from a growth. Each held brk is
-		 * a round trip to the daemon, growth too (docs/regcache.md). */
-		ON_CALL(__NR_brk, LD_ARG_LO(0), HOLD_IF_NE(0), LD_ARG_HI(0), HOLD_IF_NE(0), RUN),
-		/* System V shared memory: every detach; an attach only with SHM_REMAP (without
-		 * it, an attach over a mapping fails) */
-		ON_CALL(__NR_shmdt, HOLD),
-		ON_CALL(__NR_shmat, LD_ARG_LO(2), HOLD_IF_ANY(SHM_REMAP), RUN),
-		RUN,
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	/* every thread, now (TSYNC; ESRCH rather than a thread left unfiltered) */
-	return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
-			    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC |
-			    SECCOMP_FILTER_FLAG_TSYNC_ESRCH, &prog);
-}
-
-void lib_watch_closing(struct odpemu_context *context)
-{
-	pthread_mutex_lock(&supervise_lock);
-	if (supervised_pid == getpid() && supervisor == context)
-		supervisor = NULL;	/* its session goes: later watches ENODEV */
-	pthread_mutex_unlock(&supervise_lock);
-}
-
-/* The first watch or lease of the process: the filter, its listener to this context's
- * daemon. Later ones must use the same daemon (one listener per process). */
-int lib_supervise(struct odpemu_context *context)
-{
-	struct ipc_supervise_req q = { .held = (uint64_t)(uintptr_t)held_ids };
-	struct lib_call call = { .op = IPC_SUPERVISE, .req = &q, .req_len = sizeof(q) };
-	int rc = 0, fd;
-
-	pthread_mutex_lock(&supervise_lock);
-	if (supervised_pid == getpid()) {	/* the filter is there (not a fork's copy) */
-		rc = supervisor == context ? 0 : supervisor ? -EXDEV : -ENODEV;
-		goto out;
-	}
-	if ((fd = install_filter()) < 0) {
-		rc = fd == -1 ? -errno : fd;
-		goto out;
-	}
-	supervised_pid = getpid();
-	supervisor = NULL;
-	call.fds = &fd;
-	call.nfds = 1;
-	rc = lib_call(lib_ctx(context), &call);
-	if (rc) {
-		keep_fallback(NULL, fd);	/* the filter stays: someone must answer */
-	} else {
-		supervisor = context;
-		keep_fallback(lib_ctx(context), fd);
-	}
-out:
-	pthread_mutex_unlock(&supervise_lock);
-	return rc;
+	rc = lib_supervise(&c->pub, false);
+	if (rc && rc != -EXDEV)		/* no seccomp, or a fork child's inherited filter */
+		return;
+	/* -EXDEV: another device's daemon supervises; it relays to this one */
+	c->notifier = uffd ? IPC_NOTIFIER_UFFD_AND_SECCOMP :
+		      rc ? IPC_NOTIFIER_SECCOMP_RELAYED : IPC_NOTIFIER_SECCOMP;
+	(void)lib_client_info(c);	/* the daemon's record of us says so */
 }
 
 ODPEMU_EXPORT int odpemu_watch_create(struct odpemu_context *context, const void *addr,
@@ -228,7 +76,7 @@ ODPEMU_EXPORT int odpemu_watch_create(struct odpemu_context *context, const void
 
 	if (!context || !len || !z || ((uintptr_t)z & 7) || !watch)
 		return lib_fail(EINVAL);
-	if ((rc = lib_supervise(context)))
+	if ((rc = lib_supervise(context, true)))
 		return lib_fail(-rc);
 	if (!(w = calloc(1, sizeof(*w))))
 		return lib_fail(ENOMEM);

@@ -55,6 +55,29 @@ static void invalidate(struct emu_session *s, uint64_t start, uint64_t end)
 	nic_host_invalidate(s->d->nic, s->id, start, end - start);
 }
 
+void emu_notifier_held_change(struct emu_session *s, uint64_t start, uint64_t end)
+{
+	struct uffd_msg m = { .event = UFFD_EVENT_UNMAP };
+
+	if (end <= start)
+		return;
+	s->d->ctr.seccomp_invalidations++;
+	invalidate(s, start, end);
+	if (s->uffd_relay < 0)
+		return;
+	m.arg.remove.start = start;
+	m.arg.remove.end = end;
+	/* Non-blocking: the loop must not wait for a client. A full socket (the library's
+	 * relay thread stalled for thousands of changes) loses the range for the other
+	 * devices: counted and logged, never silent. */
+	if (send(s->uffd_relay, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(m)) {
+		s->d->ctr.seccomp_relay_drops++;
+		emu_log(EMU_LOG_WARN, "session %u: cannot relay the change of [%#llx, %#llx) to "
+			"the process's other devices: %s", s->id, (unsigned long long)start,
+			(unsigned long long)end, strerror(errno));
+	}
+}
+
 /* A write-protect fault cannot happen (nothing is protected), but if one did the client
  * thread would wait for us forever: lift the protection and wake it. */
 static void unblock(struct emu_session *s, uint64_t addr)

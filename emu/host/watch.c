@@ -22,6 +22,7 @@
 #include "lease.h"
 #include "log.h"
 #include "maps.h"
+#include "notifier.h"
 
 #define PAGE 4096ull
 #define MAX_WATCHES (1u << 15)	/* per session (of its 65,535 objects): bounded memory */
@@ -47,11 +48,30 @@ static int op_supervise(struct emu_req *r)
 				     "aligned");
 	if (r->nfds != 1 || !emu_fd_is_anon(r->fds[0], "seccomp notify"))
 		return emu_reply_err(r, -EINVAL, "supervise: want the seccomp listener fd");
-	if (r->s->supervise >= 0)
+	if (r->s->supervise >= 0 || r->s->sup_cancelling)
 		return emu_reply_err(r, -EBUSY, "supervise: this session has a listener already");
 	emu_session_set_supervise(r->s, r->fds[0]);
 	r->s->held_at = q->held;
 	r->fds[0] = -1;
+	return ok(r, NULL, 0);
+}
+
+/* The library moves the listener to the daemon of its first watch or lease (ipc.h): this
+ * one took it for the seccomp route only, and answers no more held calls from now on. */
+static int op_unsupervise(struct emu_req *r)
+{
+	struct emu_session *s = r->s;
+	int rc;
+
+	if (s->supervise < 0)
+		return emu_reply_err(r, -ENOENT, "unsupervise: no listener here");
+	if (s->nwatches || s->leases.count || s->holds)
+		return emu_reply_err(r, -EBUSY, "unsupervise: watches or leases need the "
+				     "listener here");
+	if ((rc = emu_session_unsupervise(s)))
+		return emu_reply_err(r, rc, "unsupervise: %s", strerror(-rc));
+	emu_log(EMU_LOG_INFO, "session %u: pid %d moves its seccomp listener to the daemon of "
+		"its first watch or lease", s->id, (int)s->pid);
 	return ok(r, NULL, 0);
 }
 
@@ -93,6 +113,7 @@ emu_op_fn emu_watch_op(unsigned op)
 {
 	switch (op) {
 	case IPC_SUPERVISE: return op_supervise;
+	case IPC_UNSUPERVISE: return op_unsupervise;
 	case IPC_WATCH_CREATE: return op_watch_create;
 	case IPC_WATCH_DESTROY: return op_watch_destroy;
 	default: return NULL;
@@ -348,6 +369,11 @@ static bool notify(struct emu_session *s, const struct seccomp_notif *n)
 	    ioctl(s->supervise, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id))
 		return false;
 	for (unsigned i = 0; i < k; i++) {
+		/* no userfaultfd, or one that cannot watch file mappings: this listener is
+		 * the process's MMU notifier too, and the NIC lets go of the range before
+		 * the call runs (notifier.h) */
+		if (s->uffd < 0 || !(s->uffd_features & UFFD_FEATURE_WP_ASYNC))
+			emu_notifier_held_change(s, r[i].start, r[i].end);
 		fire(s, r[i]);
 		emu_lease_change(s, n->id, r[i].start, r[i].end, &hold);
 	}

@@ -471,6 +471,10 @@ struct odpemu_counter {
 #define ODPEMU_CLIENT_REPORTED		1u	/* the library reported the fields below */
 #define ODPEMU_CLIENT_NOTIFIER		2u	/* its userfaultfd reached the daemon */
 #define ODPEMU_CLIENT_SUPERVISED	4u	/* its seccomp listener did (watches, leases) */
+/* Its mapping changes reach the daemon by the seccomp route: it has no userfaultfd
+ * (refused by the kernel or a seccomp profile), or one that cannot watch file mappings
+ * (before Linux 6.7) and it registered memory over one (docs/emu.md, "MMU notifier"). */
+#define ODPEMU_CLIENT_NOTIFIER_SECCOMP	8u
 struct odpemu_client_info {
 	uint32_t pid;
 	uint32_t session;		/* the daemon's session number */

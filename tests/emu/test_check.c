@@ -150,9 +150,10 @@ static void masked(void)
 	T_CHECK(pq && strstr(pq->detail, "ODPEMU_MASK") && strstr(pq->row->without,
 		"/proc/PID/maps") && strstr(pq->row->without, "fault thread") &&
 		strstr(pq->row->remedy, "6.11"), "procmap_query: the text and the fault thread");
-	T_CHECK(cs && cs->masked && cs->verdict == EMU_CHECK_MISSING, "cachestat masked: missing");
-	T_CHECK(cs && strstr(cs->row->without, "e2e-persist") && strstr(cs->row->remedy, "6.5"),
-		"cachestat: e2e-persist skips");
+	T_CHECK(cs && cs->masked && cs->verdict == EMU_CHECK_FALLBACK,
+		"cachestat masked: a fallback");
+	T_CHECK(cs && strstr(cs->row->without, "/proc/self/smaps") &&
+		strstr(cs->row->remedy, "6.5"), "cachestat: e2e-persist reads smaps instead");
 	T_CHECK(io && !io->masked, "io_uring is not masked");
 	T_CHECK(rep.fatal < 0 || filtered(), "neither is fatal");
 	if (pq) {

@@ -42,6 +42,14 @@ static void feature_names(uint64_t f, char *out, size_t len)
 		snprintf(out, len, "none");
 }
 
+/* How its mapping changes reach the daemon (docs/emu.md, "MMU notifier"). */
+static const char *route(const struct odpemu_client_info *c)
+{
+	if (c->flags & ODPEMU_CLIENT_NOTIFIER)
+		return "userfaultfd";
+	return c->flags & ODPEMU_CLIENT_NOTIFIER_SECCOMP ? "seccomp" : "none";
+}
+
 static void print_one(const struct odpemu_client_info *c)
 {
 	char feats[96];
@@ -52,8 +60,11 @@ static void print_one(const struct odpemu_client_info *c)
 		printf("    reported nothing (it has not finished opening)\n");
 		return;
 	}
-	printf("    notifier     %s (userfaultfd: %s)\n",
-	       c->flags & ODPEMU_CLIENT_NOTIFIER ? "on" : "off", feats);
+	if (c->flags & ODPEMU_CLIENT_NOTIFIER_SECCOMP)
+		printf("    notifier     on, by the seccomp route (no userfaultfd)\n");
+	else
+		printf("    notifier     %s (userfaultfd: %s)\n",
+		       c->flags & ODPEMU_CLIENT_NOTIFIER ? "on" : "off", feats);
 	if (c->process_vm_err)
 		printf("    memory       NOT readable by the daemon (%s): its ODP MRs fail\n",
 		       strerror(-c->process_vm_err));
@@ -73,7 +84,8 @@ static void json_one(struct jw *w, const struct odpemu_client_info *c)
 	jw_str(w, "comm", c->comm);
 	jw_u64(w, "session", c->session);
 	jw_bool(w, "reported", c->flags & ODPEMU_CLIENT_REPORTED);
-	jw_bool(w, "notifier", c->flags & ODPEMU_CLIENT_NOTIFIER);
+	jw_bool(w, "notifier", c->flags & (ODPEMU_CLIENT_NOTIFIER | ODPEMU_CLIENT_NOTIFIER_SECCOMP));
+	jw_str(w, "notifier_route", route(c));
 	jw_str(w, "userfaultfd", feats);
 	jw_bool(w, "memory_readable", (c->flags & ODPEMU_CLIENT_REPORTED) && !c->process_vm_err);
 	jw_i64(w, "process_vm_err", c->process_vm_err);

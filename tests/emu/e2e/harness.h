@@ -151,5 +151,9 @@ int h_socket_in(struct h_env *e, int i, int domain, int type);
 /* One device counter by name (device scope), or UINT64_MAX if missing. */
 unsigned long long h_counter(struct odpemu_context *ctx, enum odpemu_counter_scope scope,
 			     uint32_t id, const char *name);
+/* What the daemon's host report says of one feature (odpemu_query_host; ODPEMU_MASK
+ * included): ODPEMU_HOST_AVAILABLE, _FALLBACK or _MISSING; -1 if the row is not there.
+ * Tests assert the behaviour the report promises, not that of this machine. */
+int h_host_verdict(struct odpemu_context *ctx, const char *feature);
 
 #endif

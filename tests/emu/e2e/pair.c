@@ -145,6 +145,17 @@ int h_poll(struct odpemu_cq *cq, struct odpemu_wc *wc, int n, int timeout_ms)
 	return got;
 }
 
+int h_host_verdict(struct odpemu_context *ctx, const char *feature)
+{
+	struct odpemu_host_feature f[64];
+	int n = odpemu_query_host(ctx, f, 64);
+
+	for (int i = 0; i < n; i++)
+		if (!strcmp(f[i].name, feature))
+			return (int)f[i].verdict;
+	return -1;
+}
+
 unsigned long long h_counter(struct odpemu_context *ctx, enum odpemu_counter_scope scope,
 			     uint32_t id, const char *name)
 {

@@ -482,6 +482,18 @@ static void case_misuse(struct h_pair *p)
 	munmap(buf, LEN);
 }
 
+/* One listener per process: a lease on a device whose daemon does not hold it is EXDEV. */
+static void case_other_device(struct h_pair *p)
+{
+	uint8_t *buf = map_fresh(NULL, 'X');
+
+	errno = 0;
+	T_CHECK(!odpemu_reg_mr(p->s[1].pd, buf, LEN, ODPEMU_ACCESS_LEASE |
+			       ODPEMU_ACCESS_LOCAL_WRITE) && errno == EXDEV,
+		"a lease on the other device: EXDEV (%m)");
+	munmap(buf, LEN);
+}
+
 static void cases(struct h_env *e)
 {
 	struct h_pair p = { .s = { { .ctx = h_open(e, 0) }, { .ctx = h_open(e, 1) } } };
@@ -493,6 +505,10 @@ static void cases(struct h_env *e)
 		T_CHECK(0, "pair up");
 		return;
 	}
+	/* First: device 0's daemon takes the process's one seccomp listener (its first lease,
+	 * or, without a userfaultfd, its first MR: docs/emu.md "Without a userfaultfd"). */
+	case_misuse(&p);
+	case_other_device(&p);
 	peer.buf = aligned_alloc(4096, LEN * 2);
 	peer.mr = peer.buf ? odpemu_reg_mr(p.s[1].pd, peer.buf, LEN * 2,
 					   ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE |
@@ -500,7 +516,6 @@ static void cases(struct h_env *e)
 	T_CHECK(peer.mr != NULL, "the peer's MR: %m");
 	if (!peer.mr)
 		return;
-	case_misuse(&p);
 	case_ack(&p, &peer);
 	case_in_flight(&p, &peer);
 	case_timeout(&p, &peer);	/* last: both QPs end in error */
