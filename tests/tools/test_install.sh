@@ -23,7 +23,23 @@ programs=(odpemud odpemu-ctl odpemu-perf odpemu-run odpemu-brick odpemu-brick-ct
   odpemu-demo odpemu-gso-split)
 clean_env=(env -i "PATH=/usr/sbin:/usr/bin:/sbin:/bin" "HOME=${HOME:-/tmp}")
 
-if ! meson install -C "$build" --destdir "$stage" --no-rebuild >"$stage.log" 2>&1; then
+# A build tree we cannot write (tools/test --profile user: root's build, the tests run as
+# another user): meson install writes its log there, so install from a shadow tree whose
+# entries link to the build's, with its own meson-private and meson-logs.
+install_root=$build
+if [ ! -w "$build/meson-logs" ]; then
+  install_root="$stage.shadow"
+  mkdir -p "$install_root/meson-logs"
+  for e in "$build"/*; do
+    case ${e##*/} in
+      meson-logs) ;;
+      meson-private) cp -r "$e" "$install_root/" ;;
+      *) ln -s "$e" "$install_root/${e##*/}" ;;
+    esac
+  done
+  trap 'rm -rf "$stage" "$stage.shadow"' EXIT
+fi
+if ! meson install -C "$install_root" --destdir "$stage" --no-rebuild >"$stage.log" 2>&1; then
   cat "$stage.log"; rm -f "$stage.log"
   echo "install-tour: meson install failed"; exit 1
 fi

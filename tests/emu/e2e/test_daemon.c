@@ -94,7 +94,7 @@ static void wire_garbage(struct h_env *e, struct odpemu_context **ctx)
 
 static void refusals(struct h_env *e)
 {
-	char out[4096], port[16];
+	char out[32768], port[16];	/* the start log: a row per fallback first */
 	const char *same_name[] = { "--foreground", "--name", e->host[0].name, "--addr",
 		e->host[0].addr, "--rundir", e->rundir, NULL };
 	const char *same_addr[] = { "--foreground", "--name", "other", "--addr", e->host[0].addr,
