@@ -582,7 +582,10 @@ bool emu_check_probe_userfaultfd(char *d, size_t len)
 	int rc = uffd_try(UFFD_BASE, false, &step, &how);
 	bool dev = access("/dev/userfaultfd", R_OK | W_OK) == 0;
 
-	if (rc)
+	if (rc && status_field("Seccomp", 10) == 2)
+		emu_say(d, len, "%s: %s under a seccomp filter (Docker's default profile refuses "
+			"userfaultfd)", step, ename(-rc));
+	else if (rc)
 		emu_say(d, len, "%s: %s (vm.unprivileged_userfaultfd=%ld; /dev/userfaultfd %s, "
 			"which libodpemu does not use)", step, ename(-rc),
 			read_long("/proc/sys/vm/unprivileged_userfaultfd"), dev ? "usable" : "not "

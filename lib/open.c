@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening a device: connect to the daemon's control socket and say HELLO, handing over a
- * userfaultfd; the reply brings the async event pipe, the doorbell eventfd, the daemon's
- * status page and the session's doorbell page. Closing the socket ends the session: the daemon frees all its
- * objects, whether we close cleanly or crash. */
+/* Opening a device: connect to the daemon's control socket and say HELLO, handing over the
+ * process's userfaultfd and a relay socket (or the relay socket alone: the seccomp route,
+ * watch.c); the reply brings the async event pipe, the doorbell eventfd, the daemon's
+ * status page and the session's doorbell page. Closing the socket ends the session: the
+ * daemon frees all its objects, whether we close cleanly or crash. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -250,7 +250,8 @@ static void setup_drop(struct h_env *e)
 	if (pct <= 0)
 		return;
 	if (!e->netns) {
-		printf("random drop needs root and network namespaces (nftables): skipped\n");
+		printf("random drop needs network namespaces, root with CAP_SYS_ADMIN and "
+		       "CAP_NET_ADMIN (nftables): skipped\n");
 		exit(77);
 	}
 	for (int i = 0; i < 2; i++)
@@ -276,7 +277,8 @@ static void setup_dup(struct h_env *e)
 	if (pct <= 0)
 		return;
 	if (!e->netns) {
-		printf("random duplication needs root and network namespaces (nftables): "
+		printf("random duplication needs network namespaces, root with CAP_SYS_ADMIN "
+		       "and CAP_NET_ADMIN (nftables): "
 		       "skipped\n");
 		exit(77);
 	}
@@ -345,7 +347,8 @@ void h_up(struct h_env *e, const char *const *extra_a, const char *const *extra_
 	e->ipv6 = getenv("ODPEMU_TEST_IPV6") != NULL;
 	if (e->ipv6 && !e->netns) {
 		/* loopback has one IPv6 address (::1): two hosts need the namespaces */
-		printf("IPv6 test hosts need root and network namespaces: skipped\n");
+		printf("IPv6 test hosts need network namespaces, root with CAP_SYS_ADMIN and "
+		       "CAP_NET_ADMIN: skipped\n");
 		exit(77);
 	}
 	e->port = 4791;

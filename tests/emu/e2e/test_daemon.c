@@ -287,7 +287,8 @@ static void link_events(struct h_env *e, struct odpemu_context *c)
 	char cmd[256];
 
 	if (!e->netns) {
-		printf("link events: skipped (needs root and network namespaces)\n");
+		printf("link events: skipped (needs network namespaces, root with CAP_SYS_ADMIN "
+		       "and CAP_NET_ADMIN)\n");
 		return;
 	}
 	/* the veth of host b is "odv" + the namespace name without "odpt" (harness.c) */

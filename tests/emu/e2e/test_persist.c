@@ -89,14 +89,13 @@ static unsigned long long ctr(struct odpemu_context *ctx, const char *name)
 	return h_counter(ctx, ODPEMU_COUNTERS_DEVICE, 0, name);
 }
 
-/* A file of LEN bytes in the build tree's filesystem (tmpfs has no write-back): in the
- * current directory, or $ODPEMU_TEST_SCRATCH where the tests run as another user. */
+/* A file of LEN bytes in the current directory: the build tree's filesystem (tmpfs has no
+ * write-back), or tools/ci/as-user's scratch directory beside it. */
 static int make_file(char *path, size_t cap)
 {
-	const char *dir = getenv("ODPEMU_TEST_SCRATCH");	/* tools/ci/as-user's */
 	int fd;
 
-	snprintf(path, cap, "%s%sodpemu-persist-XXXXXX", dir ? dir : "", dir ? "/" : "");
+	snprintf(path, cap, "odpemu-persist-XXXXXX");
 	fd = mkstemp(path);
 	if (fd >= 0 && ftruncate(fd, LEN)) {
 		close(fd);
@@ -146,7 +145,7 @@ static bool file_holds(int fd, int fill)
 static void file_case(struct h_pair *p, struct h_mem *a, bool odp)
 {
 	const char *kind = odp ? "ODP" : "pinned";
-	char path[512];
+	char path[64];
 	int fd = make_file(path, sizeof(path));
 	struct h_mem b = { 0 };
 	unsigned long long syncs = ctr(p->s[1].ctx, "flush_persist_syncs");
@@ -184,7 +183,7 @@ static void file_case(struct h_pair *p, struct h_mem *a, bool odp)
 /* The 1-byte READ idiom: the data is visible, the file still dirty. */
 static void read_idiom(struct h_pair *p, struct h_mem *a)
 {
-	char path[512];
+	char path[64];
 	int fd = make_file(path, sizeof(path));
 	struct h_mem b = { 0 };
 	struct odpemu_sge sge;
