@@ -137,8 +137,8 @@ static const struct emu_check_row rows[] = {
 	  .without = "the seccomp route: libodpemu's seccomp filter holds each munmap, mremap, "
 		"discarding madvise, MAP_FIXED mmap, brk and shmdt for the first device's "
 		"daemon, which invalidates before the call runs and relays the range to the "
-		"process's other devices (docs/emu.md); each such call costs a round trip (about "
-		"20 us) and the process gets no_new_privs. Without seccomp_notify too: no "
+		"process's other devices (docs/emu.md); each such call costs a round trip (tens of "
+		"us) and the process gets no_new_privs. Without seccomp_notify too: no "
 		"invalidation at all (ODP data stays right: every access walks the live page "
 		"tables)",
 	  .remedy = "Linux 5.11 or later, whose UFFD_USER_MODE_ONLY needs no privilege "
