@@ -95,6 +95,18 @@ void lib_fork_untrack(struct lib_context *c)
 	pthread_mutex_unlock(&ctx_list_lock);
 }
 
+struct lib_context *lib_fork_pick(bool (*want)(const struct lib_context *c))
+{
+	struct lib_context *found = NULL;
+
+	pthread_mutex_lock(&ctx_list_lock);
+	for (size_t i = 0; i < ctx_n && !found; i++)
+		if (want(ctx_list[i]))
+			found = ctx_list[i];
+	pthread_mutex_unlock(&ctx_list_lock);
+	return found;
+}
+
 bool lib_forked(const struct lib_context *c)
 {
 	return c->pid && c->pid != atomic_load_explicit(&self_pid, memory_order_relaxed);

@@ -117,6 +117,10 @@ void lib_doorbell(struct lib_context *c);
 /* Remember an open context (a child closes its copy of the socket). 0 or -ENOMEM. */
 int lib_fork_track(struct lib_context *c);
 void lib_fork_untrack(struct lib_context *c);
+/* An open context of this process that want accepts, or NULL. It stays open only while
+ * its closing waits for a lock the caller holds (supervise.c holds supervise_lock, which
+ * a closing context takes before its socket closes). */
+struct lib_context *lib_fork_pick(bool (*want)(const struct lib_context *c));
 /* True in a child of the process that opened c: c is not this process's to use. */
 bool lib_forked(const struct lib_context *c);
 

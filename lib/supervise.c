@@ -236,11 +236,32 @@ static int move_listener(struct odpemu_context *context)
 	return 0;
 }
 
+/* A context whose mapping changes come by the seccomp route through another's daemon. */
+static bool relayed(const struct lib_context *c)
+{
+	return c->relay_peer >= 0 && (c->notifier == IPC_NOTIFIER_SECCOMP_RELAYED ||
+				      c->notifier == IPC_NOTIFIER_UFFD_AND_SECCOMP);
+}
+
 void lib_watch_closing(struct odpemu_context *context)
 {
+	struct lib_context *to;
+
 	pthread_mutex_lock(&supervise_lock);
-	if (supervised_pid == getpid() && supervisor == context)
-		supervisor = NULL;	/* its session goes: later watches ENODEV */
+	if (supervised_pid == getpid() && supervisor == context) {
+		/* Held only for the seccomp route, and another device relies on it: the
+		 * listener moves there (this context's socket is still open), so that device
+		 * keeps learning of changes. Else its session goes with it: its daemon keeps
+		 * answering held calls (emu/host/orphan.h), and later watches are ENODEV. */
+		to = supervisor_pinned ? NULL : lib_fork_pick(relayed);
+		if (to && !move_listener(&to->pub)) {
+			to->notifier = to->notifier == IPC_NOTIFIER_UFFD_AND_SECCOMP ?
+				       to->notifier : IPC_NOTIFIER_SECCOMP;
+			(void)lib_client_info(to);	/* its daemon's record says so */
+		} else {
+			supervisor = NULL;
+		}
+	}
 	pthread_mutex_unlock(&supervise_lock);
 }
 

@@ -8,11 +8,18 @@
  *  - the process maps new memory over the buffer: both devices' MRs count the
  *    invalidation (before the relay, only the device that registered the VMA first did);
  *  - the next WRITE and READ carry the new bytes and fault again on both devices.
+ * Then the seccomp route (no userfaultfd, forced in a child by ODPEMU_MASK): the first
+ * device with an MR supervises the process and relays to the other; when the process
+ * closes it, the listener moves to the other device, whose daemon then sees the
+ * process's unmaps itself (before, nobody relayed them any more).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "t.h"
@@ -121,10 +128,85 @@ static void one_buffer_two_devices(struct h_env *e)
 	h_pair_down(&p);
 }
 
+/* Our record among ctx's clients: its flags, or 0. */
+static uint32_t my_flags(struct odpemu_context *ctx)
+{
+	struct odpemu_client_info c[16];
+	int n = odpemu_query_clients(ctx, c, 16);
+
+	for (int i = 0; i < n; i++)
+		if (c[i].pid == (uint32_t)getpid())
+			return c[i].flags;
+	return 0;
+}
+
+static void route_child(struct h_env *e)
+{
+	const char *mask = getenv("ODPEMU_MASK");
+	char both[256];
+	struct odpemu_context *c0, *c1;
+	struct odpemu_pd *pd0, *pd1;
+	struct odpemu_mr *mr0, *mr1;
+	uint8_t *a = h_cold(LEN), *b = h_cold(LEN);
+	unsigned long long before;
+
+	snprintf(both, sizeof(both), "%s%suserfaultfd", mask ? mask : "", mask ? "," : "");
+	setenv("ODPEMU_MASK", both, 1);		/* read when the first device opens */
+	c0 = h_open(e, 0);
+	c1 = h_open(e, 1);
+	pd0 = c0 ? odpemu_alloc_pd(c0) : NULL;
+	pd1 = c1 ? odpemu_alloc_pd(c1) : NULL;
+	mr0 = pd0 ? odpemu_reg_mr(pd0, a, LEN, ODP) : NULL;
+	mr1 = pd1 ? odpemu_reg_mr(pd1, b, LEN, ODP) : NULL;
+	if (!mr0 || !mr1) {
+		T_CHECK(0, "the route child's MRs: %m");
+		return;
+	}
+	T_CHECK((my_flags(c0) & ODPEMU_CLIENT_SUPERVISED) &&
+		(my_flags(c1) & ODPEMU_CLIENT_NOTIFIER_SECCOMP) &&
+		!(my_flags(c1) & ODPEMU_CLIENT_SUPERVISED),
+		"odpa supervises, odpb is relayed to (flags %#x, %#x)", my_flags(c0), my_flags(c1));
+	odpemu_dereg_mr(mr0);
+	odpemu_dealloc_pd(pd0);
+	odpemu_close_device(c0);
+	T_CHECK(my_flags(c1) & ODPEMU_CLIENT_SUPERVISED,
+		"after odpa closed, odpb holds the listener (flags %#x)", my_flags(c1));
+	before = h_counter(c1, ODPEMU_COUNTERS_DEVICE, 0, "seccomp_invalidations");
+	T_CHECK(munmap(b, 4096) == 0, "munmap: %m");
+	T_CHECK(h_counter(c1, ODPEMU_COUNTERS_DEVICE, 0, "seccomp_invalidations") > before,
+		"odpb's daemon applied the munmap itself");
+	odpemu_dereg_mr(mr1);
+	odpemu_dealloc_pd(pd1);
+	odpemu_close_device(c1);
+}
+
+/* In a child: the route's filter stays on the process that installs it. */
+static void route_moves_on_close(struct h_env *e)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		route_child(e);
+		fflush(stdout);		/* _exit drops what stdio holds */
+		_exit(t_failures ? 1 : 0);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0, "the seccomp route's child (status %#x; its failures "
+		"are printed above)", status);
+}
+
+static void body(struct h_env *e)
+{
+	/* first: a child of a process already on the route would inherit its filter */
+	route_moves_on_close(e);
+	one_buffer_two_devices(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct h_test t = { .name = "e2e-two-devices", .watchdog_s = 120,
-		.open = H_OPEN_NONE, .body = one_buffer_two_devices };
+		.open = H_OPEN_NONE, .body = body };
 
 	return h_main(argc, argv, &t);
 }
