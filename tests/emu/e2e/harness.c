@@ -628,3 +628,18 @@ void h_skip(struct h_env *e, const char *fmt, ...)
 	h_down(e);
 	exit(T_SKIP);
 }
+
+void h_checks_in_child(struct h_env *e, void (*fn)(struct h_env *e), const char *what)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		fn(e);
+		fflush(stdout);		/* _exit drops what stdio holds */
+		_exit(t_failures ? 1 : 0);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		WEXITSTATUS(status) == 0, "%s, in a child (status %#x; its failures are "
+		"printed above)", what, status);
+}

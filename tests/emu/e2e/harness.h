@@ -151,6 +151,9 @@ int h_socket_in(struct h_env *e, int i, int domain, int type);
 /* One device counter by name (device scope), or UINT64_MAX if missing. */
 unsigned long long h_counter(struct odpemu_context *ctx, enum odpemu_counter_scope scope,
 			     uint32_t id, const char *name);
+/* Run fn(e) in a forked child and check that its checks passed (they print their own
+ * failures): for what stays on the process that does it, a seccomp filter above all. */
+void h_checks_in_child(struct h_env *e, void (*fn)(struct h_env *e), const char *what);
 /* What the daemon's host report says of one feature (odpemu_query_host; ODPEMU_MASK
  * included): ODPEMU_HOST_AVAILABLE, _FALLBACK or _MISSING; -1 if the row is not there.
  * Tests assert the behaviour the report promises, not that of this machine. */

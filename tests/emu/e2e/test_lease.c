@@ -525,17 +525,7 @@ static void cases(struct h_env *e)
 
 static void body(struct h_env *e)
 {
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		cases(e);
-		fflush(stdout);		/* _exit drops what stdio holds */
-		_exit(t_failures ? 1 : 0);
-	}
-	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		WEXITSTATUS(status) == 0, "the child's cases (status %#x; its failures are "
-		"printed above)", status);
+	h_checks_in_child(e, cases, "the lease cases");
 	/* from here: a fork child of a watching process cannot have a listener of its own */
 	case_death(e);
 	case_daemon_death(e);	/* last: host 0's daemon is gone */

@@ -251,17 +251,7 @@ static void rounds(struct h_env *e)
 
 static void body(struct h_env *e)
 {
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		rounds(e);
-		fflush(stdout);		/* _exit drops what stdio holds */
-		_exit(t_failures ? 1 : 0);
-	}
-	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		WEXITSTATUS(status) == 0, "the child's rounds (status %#x; its failures are "
-		"printed above)", status);
+	h_checks_in_child(e, rounds, "the rounds");
 }
 
 int main(int argc, char **argv)

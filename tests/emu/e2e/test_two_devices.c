@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,26 +179,10 @@ static void route_child(struct h_env *e)
 	odpemu_close_device(c1);
 }
 
-/* In a child: the route's filter stays on the process that installs it. */
-static void route_moves_on_close(struct h_env *e)
-{
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		route_child(e);
-		fflush(stdout);		/* _exit drops what stdio holds */
-		_exit(t_failures ? 1 : 0);
-	}
-	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		WEXITSTATUS(status) == 0, "the seccomp route's child (status %#x; its failures "
-		"are printed above)", status);
-}
-
 static void body(struct h_env *e)
 {
 	/* first: a child of a process already on the route would inherit its filter */
-	route_moves_on_close(e);
+	h_checks_in_child(e, route_child, "the seccomp route's move on close");
 	one_buffer_two_devices(e);
 }
 

@@ -530,17 +530,7 @@ static void daemon_dies(struct h_env *e)
 
 static void body(struct h_env *e)
 {
-	int status = -1;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		checks(e);
-		fflush(stdout);		/* _exit drops what stdio holds */
-		_exit(t_failures ? 1 : 0);
-	}
-	T_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait: %m");
-	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		"the child's checks (status %#x; its failures are printed above)", status);
+	h_checks_in_child(e, checks, "the watch checks");
 	T_CHECK(h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired") >= 6 + THREADS * ROUNDS,
 		"watch_fired %llu", h_counter(e->ctx[0], ODPEMU_COUNTERS_DEVICE, 0, "watch_fired"));
 	daemon_dies(e);
