@@ -253,6 +253,7 @@ void lib_relay_forget(void)
 		close(relay_uffd);
 	if (wake_fd >= 0)
 		close(wake_fd);
-	relay_uffd = wake_fd = source = -1;
+	relay_uffd = wake_fd = -1;
+	source = -1;
 	relay_running = false;
 }

@@ -120,10 +120,13 @@ static void *answer_when_orphaned(void *arg)
  * thread would race the daemon for the calls (docs/regcache.md). */
 static void keep_fallback(struct lib_context *c, int listener)
 {
-	if (c && (daemon_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0)) < 0) {
+	int pidfd = c ? (int)syscall(SYS_pidfd_open, (pid_t)c->daemon_pid, 0) : -1;
+
+	if (c && pidfd < 0) {
 		close(listener);
 		return;
 	}
+	daemon_pidfd = pidfd;
 	switch_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	listener_copy = listener;
 	if (!sem_init(&fallback_ready, 0, 0))
