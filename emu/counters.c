@@ -64,7 +64,8 @@ static_assert(sizeof(struct iopt_counters) == sizeof(uint64_t) *
 
 /* The QP counters the device shows, summed over its QPs (all of NIC_QP_COUNTERS are summed;
  * the rest are per QP only). */
-#define DEV_QP_CTRS(X) X(rnr_naks_sent) X(rnr_naks_received) X(retransmits) X(timeouts) X(stalls)
+#define DEV_QP_CTRS(X) X(rnr_naks_sent) X(rnr_naks_received) X(rnr_naks_no_wqe) X(retransmits) \
+	X(timeouts) X(stalls)
 
 /* The connection manager's (emu_cm.ctr), each as cm_<field>, after its MADs by type. */
 #define CM_CTRS(X) \

@@ -395,7 +395,9 @@ const char *nic_drop_reason_str(enum nic_drop_reason r);
 #define NIC_QP_COUNTERS(X) \
 	X(pkts_sent) X(pkts_received) X(bytes_sent) X(bytes_received) \
 	X(retransmits) X(timeouts) X(seq_naks_sent) X(seq_naks_received) \
-	X(rnr_naks_sent) X(rnr_naks_received) X(dup_requests) \
+	X(rnr_naks_sent) X(rnr_naks_received) \
+	X(rnr_naks_no_wqe)	/* of rnr_naks_sent: no receive WQE, not a page fault */ \
+	X(dup_requests) \
 	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
 	X(faults_ahead)		/* prefetched early: a held request's target, a READ's rest */ \
 	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */

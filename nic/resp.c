@@ -73,6 +73,13 @@ static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
 	return V_RNR;
 }
 
+/* The RNR NAK of an empty receive queue, counted apart from those of page faults. */
+static enum verdict no_wqe_nak(struct nic_qp *qp, uint32_t psn)
+{
+	qp->ctr.rnr_naks_no_wqe++;
+	return rnr_nak(qp, psn);
+}
+
 /* ---- the fault outcome of a DMA ---- */
 
 /* Every responder DMA goes through the responder's fault slot. */
@@ -212,7 +219,7 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 	enum nic_dma_result res;
 
 	if (!w)
-		return rnr_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
+		return no_wqe_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
 	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge))
 		return fail(qp, pkt, psn, NIC_RERR_RECV_TOO_SMALL);
 	res = nic_dma_sge(&c, w->sge, w->num_sge, off, (void *)pkt->payload, pkt->payload_len,
@@ -263,7 +270,7 @@ static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
 	struct nic_write ws;
 
 	if ((pkt->mask & ROCE_M_RWQE) && !rwqe_available(qp))
-		return rnr_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
+		return no_wqe_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
 	if (!write_target(qp, pkt, &ws))
 		return fail(qp, pkt, psn, NIC_RERR_RKEY);
 	if (n > ws.resid)

@@ -7,7 +7,8 @@
 
 const char *const perf_odp_keys[] = {
 	"page_faults", "page_fault_pages", "page_invalidations", "page_prefetch",
-	"fault_failed", "rnr_naks_sent", "rnr_naks_received", "retransmits", "timeouts",
+	"fault_failed", "rnr_naks_sent", "rnr_naks_no_wqe", "rnr_naks_received", "retransmits",
+	"timeouts",
 	"stalls", "evictions",
 };
 const unsigned perf_odp_nkeys = sizeof(perf_odp_keys) / sizeof(perf_odp_keys[0]);
