@@ -10,9 +10,9 @@
  *    registers the ranges it touches on it); we read its events and forward them;
  *  - the seccomp route, where the kernel or a container's seccomp profile refuses a
  *    userfaultfd: the process's seccomp filter holds each call that changes a mapping for
- *    the daemon that supervises it (watch.c), which invalidates its own translations
- *    before letting the call run and sends the range back on its relay socket (the
- *    "source" below); we forward it to every other device.
+ *    the daemon that supervises it (supervise.c; the route starts in watch.c), which
+ *    invalidates its own translations before letting the call run and sends the range
+ *    back on its relay socket (the "source" below); we forward it to every other device.
  *
  * The thread must never block the memory it watches: it allocates nothing and frees
  * nothing while relaying (a free could munmap registered memory and wait for itself).
