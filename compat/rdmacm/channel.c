@@ -28,6 +28,22 @@ static int watch(int epfd, int fd)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The kernel's event channel is one open of /dev/infiniband/rdma_cm, and a listen or a
+ * connect on it is one system call. Here each device's daemon needs a channel of its own:
+ * opened now for every device rather than at the first listen or connect, so those
+ * stay one round trip (a listen on any address takes every device, a connect one of them:
+ * a device of another host, listed through a shared run directory, costs one idle
+ * channel). It matters to programs that race their peer: perftest -R's server
+ * listens right after a handshake whose end its client sees first, and the client's
+ * connect must not overtake that listen (it would be rejected, no listener, as on a kernel
+ * whose server were that late). A device whose channel fails here is tried again, and its
+ * error reported, where it is used. */
+static void open_local_channels(struct cma_channel *c)
+{
+	for (int i = 0; i < cma_devices(); i++)
+		(void)cma_channel_for(c, i);
+}
+
 CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct cma_channel *c = calloc(1, sizeof(*c));
@@ -49,6 +65,7 @@ CMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->parked, NULL);
+	open_local_channels(c);
 	return &c->ch;
 }
 
