@@ -9,6 +9,16 @@
 
 #include "lib_int.h"
 
+/* One completion vector per possible CPU, as rxe offers (num_possible_cpus()): programs
+ * pick a vector by CPU (UCX: the lowest CPU of its mask). Vectors only name where a CQ's
+ * events would be steered; here every CQ's events reach its channel alike. */
+static int comp_vectors(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	return n > 0 && n < 65536 ? (int)n : 1;
+}
+
 struct lib_context *lib_ctx_alloc(void)
 {
 	struct lib_context *c = calloc(1, sizeof(*c));
@@ -17,7 +27,7 @@ struct lib_context *lib_ctx_alloc(void)
 		return NULL;
 	c->pub.device = &c->dev;
 	c->pub.async_fd = -1;
-	c->pub.num_comp_vectors = 1;
+	c->pub.num_comp_vectors = comp_vectors();
 	c->sock = -1;
 	c->doorbell_fd = -1;
 	c->relay_peer = -1;

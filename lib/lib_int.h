@@ -188,9 +188,6 @@ static inline void *lib_ring_slot(const struct lib_ring *r, uint32_t idx)
 {
 	return ipc_ring_slot(r->base, r->offset, r->size, r->slot, idx);
 }
-/* Producer: is there room for one more slot at r->head? Loads cons (acquire: the daemon
- * has finished copying a slot before we overwrite it). */
-bool lib_ring_room(struct lib_ring *r);
 /* Producer: publish every slot up to r->head (release). */
 void lib_ring_publish(struct lib_ring *r);
 /* Map a ring memfd read-write shared and close the fd. NULL with -errno in *err. */
@@ -228,6 +225,7 @@ struct lib_cq {
 struct lib_wq {
 	pthread_spinlock_t lock;	/* posters */
 	struct lib_ring ring;
+	uint32_t depth;			/* the granted max_*_wr: the ring may hold more */
 	uint32_t max_sge, max_inline;
 };
 
@@ -257,7 +255,10 @@ struct lib_qp {
 int lib_cq_attach(struct lib_cq *cq, void *map, size_t map_len);
 int lib_srq_attach(struct lib_srq *srq, void *map, size_t map_len);
 int lib_qp_attach(struct lib_qp *qp, void *map, size_t map_len, uint32_t rq_offset);
-void lib_wq_init(struct lib_wq *wq, uint32_t max_sge, uint32_t max_inline);
+void lib_wq_init(struct lib_wq *wq, uint32_t depth, uint32_t max_sge, uint32_t max_inline);
+/* Producer: room for one more WQE at the ring's head within the granted depth? Loads cons
+ * (acquire: the daemon has finished copying a slot before we overwrite it). */
+bool lib_wq_room(struct lib_wq *wq);
 /* Library-side teardown (no daemon call): unmap, free. */
 void lib_cq_free(struct lib_cq *cq);
 /* Acknowledge CQ (comp) or async events, mirrored into the public counters. */

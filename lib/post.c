@@ -145,7 +145,7 @@ ODPEMU_EXPORT int odpemu_post_send(struct odpemu_qp *pub, struct odpemu_send_wr 
 	start = r->head;
 	for (; wr; wr = wr->next) {
 		rc = check_send(qp, wr);
-		if (!rc && !lib_ring_room(r))
+		if (!rc && !lib_wq_room(&qp->sq))
 			rc = ENOMEM;
 		if (rc)
 			break;
@@ -193,7 +193,7 @@ static int post_rwqes(struct lib_context *c, uint32_t handle, struct lib_wq *wq,
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge ||
 		    (wr->num_sge && !wr->sg_list))
 			rc = EINVAL;
-		else if (!lib_ring_room(r))
+		else if (!lib_wq_room(wq))
 			rc = ENOMEM;
 		if (rc)
 			break;

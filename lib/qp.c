@@ -26,8 +26,8 @@ int lib_qp_attach(struct lib_qp *qp, void *map, size_t map_len, uint32_t rq_offs
 		rc = lib_ring_attach(&qp->rq.ring, map, map_len, l.rq_offset, l.rq_size, l.rq_slot);
 	if (rc)
 		return rc;
-	lib_wq_init(&qp->sq, qp->cap.max_send_sge, qp->cap.max_inline_data);
-	lib_wq_init(&qp->rq, qp->cap.max_recv_sge, 0);
+	lib_wq_init(&qp->sq, qp->cap.max_send_wr, qp->cap.max_send_sge, qp->cap.max_inline_data);
+	lib_wq_init(&qp->rq, qp->cap.max_recv_wr, qp->cap.max_recv_sge, 0);
 	lib_evc_init(&qp->evc);
 	qp->map = map;
 	qp->map_len = map_len;

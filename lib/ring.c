@@ -31,13 +31,6 @@ int lib_ring_attach(struct lib_ring *r, void *base, size_t map_len, uint32_t at,
 	return 0;
 }
 
-bool lib_ring_room(struct lib_ring *r)
-{
-	uint32_t cons = atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
-
-	return r->head - cons < r->size;
-}
-
 void lib_ring_publish(struct lib_ring *r)
 {
 	atomic_store_explicit(&r->hdr->prod, r->head, memory_order_release);

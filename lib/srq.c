@@ -7,11 +7,22 @@
 
 #include "lib_int.h"
 
-void lib_wq_init(struct lib_wq *wq, uint32_t max_sge, uint32_t max_inline)
+void lib_wq_init(struct lib_wq *wq, uint32_t depth, uint32_t max_sge, uint32_t max_inline)
 {
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	wq->depth = depth;
 	wq->max_sge = max_sge;
 	wq->max_inline = max_inline;
+}
+
+/* The ring is a power of two at least the granted depth; a queue takes no more WQEs than
+ * it was granted (ENOMEM beyond, as the kernel's providers answer a full queue: rdma-core's
+ * full_rq_bad_flow posts max_recv_wr + 1). */
+bool lib_wq_room(struct lib_wq *wq)
+{
+	uint32_t cons = atomic_load_explicit(&wq->ring.hdr->cons, memory_order_acquire);
+
+	return wq->ring.head - cons < wq->depth;
 }
 
 /* srq->attr holds the granted sizes. */
@@ -22,7 +33,7 @@ int lib_srq_attach(struct lib_srq *srq, void *map, size_t map_len)
 
 	if (rc)
 		return rc;
-	lib_wq_init(&srq->wq, srq->attr.max_sge, 0);
+	lib_wq_init(&srq->wq, srq->attr.max_wr, srq->attr.max_sge, 0);
 	lib_evc_init(&srq->evc);
 	srq->map = map;
 	srq->map_len = map_len;

@@ -11,14 +11,16 @@ const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 		return "only RC and UD QPs are modelled";
 	if (!in->send_cq || !in->recv_cq || in->send_cq->nic != nic || in->recv_cq->nic != nic)
 		return "send_cq and recv_cq must be CQs of this device";
-	if (!in->max_send_wr || in->max_send_wr > a->max_qp_wr)
-		return "cap.max_send_wr must be 1 to the device's max_qp_wr";
+	/* 0 WRs: a receive-only (or send-only, below) QP, which every provider creates; its
+	 * posts fail with ENOMEM as on a full queue */
+	if (in->max_send_wr > a->max_qp_wr)
+		return "cap.max_send_wr beyond the device's max_qp_wr";
 	if (in->max_send_sge > a->max_sge || in->max_send_sge > NIC_MAX_SGE)
 		return "cap.max_send_sge beyond the device's max_sge";
 	if (in->max_inline_data > a->max_inline_data || in->max_inline_data > NIC_MAX_INLINE)
 		return "cap.max_inline_data beyond the device's limit";
-	if (!in->srq && (!in->max_recv_wr || in->max_recv_wr > a->max_qp_wr))
-		return "cap.max_recv_wr must be 1 to the device's max_qp_wr (or use an SRQ)";
+	if (!in->srq && in->max_recv_wr > a->max_qp_wr)
+		return "cap.max_recv_wr beyond the device's max_qp_wr";
 	if (!in->srq && (in->max_recv_sge > a->max_sge || in->max_recv_sge > NIC_MAX_SGE))
 		return "cap.max_recv_sge beyond the device's max_sge";
 	if (in->fault_policy != NIC_FAULT_STALL && in->fault_policy != NIC_FAULT_RNR)
@@ -60,18 +62,20 @@ static uint32_t alloc_qpn(struct nic *nic)
 }
 
 /* The send queue's WQEs, each with room for the QP's SGEs and inline bytes (one of each
- * at least: an empty inline WR still copies nothing from somewhere). */
+ * at least: an empty inline WR still copies nothing from somewhere; one WQE at least: a
+ * QP of no send WRs still has arrays). */
 static int sq_init(struct nic_sq *sq, const struct nic_qp_init *in)
 {
 	size_t nsge = in->max_send_sge ? in->max_send_sge : 1;
 	size_t ninl = in->max_inline_data ? in->max_inline_data : 1;
+	size_t n = in->max_send_wr ? in->max_send_wr : 1;
 
-	sq->wqe = calloc(in->max_send_wr, sizeof(*sq->wqe));
-	sq->sges = calloc(in->max_send_wr, nsge * sizeof(*sq->sges));
-	sq->inline_data = calloc(in->max_send_wr, ninl);
+	sq->wqe = calloc(n, sizeof(*sq->wqe));
+	sq->sges = calloc(n, nsge * sizeof(*sq->sges));
+	sq->inline_data = calloc(n, ninl);
 	if (!sq->wqe || !sq->sges || !sq->inline_data)
 		return -ENOMEM;
-	for (unsigned i = 0; i < in->max_send_wr; i++) {
+	for (size_t i = 0; i < n; i++) {
 		sq->wqe[i].sge = sq->sges + i * nsge;
 		sq->wqe[i].inline_data = sq->inline_data + i * ninl;
 	}

@@ -139,8 +139,10 @@ static const char *check_values(const struct nic_qp_attr *a, unsigned mask,
 		return "port_num must be 1 (the device has one port)";
 	if ((mask & A(PKEY_INDEX)) && a->pkey_index >= dev->max_pkeys)
 		return "pkey_index is beyond the P_Key table (RoCE has only index 0, 0xFFFF)";
-	if ((mask & A(ACCESS_FLAGS)) && (a->qp_access_flags & ~(unsigned)(ODPEMU_ACCESS_ALL_QP | ODPEMU_ACCESS_LOCAL_WRITE)))
-		return "qp_access_flags has bits that are not REMOTE_WRITE/READ/ATOMIC/FLUSH_*";
+	/* qp_access_flags: any bits. Only REMOTE_WRITE/READ/ATOMIC and FLUSH_* mean anything
+	 * on a QP; the kernel does not check the others and rxe and mlx5 ignore them (MR-only
+	 * bits such as ON_DEMAND come in from programs, rdma-core's test_odp among them, that
+	 * share one access value between their MRs and QPs). */
 	if ((mask & A(PATH_MTU)) && (a->path_mtu < ODPEMU_MTU_256 || a->path_mtu > port->active_mtu))
 		return "path_mtu must be 256..the port's active MTU (ibv_query_port)";
 	if ((mask & A(DEST_QPN)) && (a->dest_qp_num == 0 || a->dest_qp_num > 0xFFFFFF))

@@ -55,8 +55,11 @@ static struct cv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq_
 	if (!context || !cqe || cqe > INT32_MAX || comp_vector < 0 ||
 	    (channel && channel->context != context))
 		return cv_fail_null(EINVAL);
-	/* UCX passes the lowest CPU of its mask as the vector: clamp, as mlx5 does. */
-	comp_vector %= context->num_comp_vectors > 0 ? context->num_comp_vectors : 1;
+	/* A vector beyond num_comp_vectors is EINVAL, as the kernel's uverbs answers before any
+	 * provider sees it (rdma-core's test_create_cq_bad_flow); there is one per possible
+	 * CPU (lib/context.c), so UCX's choice, the lowest CPU of its mask, is always one. */
+	if (comp_vector >= context->num_comp_vectors)
+		return cv_fail_null(EINVAL);
 	if (!(cq = calloc(1, sizeof(*cq))))
 		return cv_fail_null(ENOMEM);
 	cq->odp = odpemu_create_cq(cv_odp(context), (int)cqe, cq,

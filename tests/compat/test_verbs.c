@@ -220,6 +220,66 @@ static void refused(struct ibv_context *c, struct ibv_pd *pd)
 	}
 }
 
+/* Queue limits as the kernel and rxe give them (rdma-core's test_cq, test_qpex): a
+ * completion vector per possible CPU and EINVAL beyond; cqe beyond max_cqe EINVAL; a QP of
+ * no send or no receive WRs is made, and a post to that queue is ENOMEM; MR-only access
+ * bits on a QP are ignored. */
+static void queue_limits(struct ibv_context *c, struct ibv_pd *pd, struct ibv_mr *mr,
+			 uint8_t *buf)
+{
+	struct ibv_device_attr da;
+	struct ibv_cq *cq;
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND }, *sbad;
+	struct ibv_qp_init_attr a = { .send_cq = s[0].cq, .recv_cq = s[0].cq,
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 4, .max_recv_wr = 0,
+		.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_ON_DEMAND };
+	struct ibv_qp *qp;
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+	T_EQ(c->num_comp_vectors, (int)(cpus > 0 ? cpus : 1), "a completion vector per CPU");
+	cq = ibv_create_cq(c, 4, NULL, NULL, c->num_comp_vectors - 1);
+	T_CHECK(cq != NULL, "the last vector: %m");
+	if (cq)
+		ibv_destroy_cq(cq);
+	errno = 0;
+	T_CHECK(!ibv_create_cq(c, 4, NULL, NULL, c->num_comp_vectors) && errno == EINVAL,
+		"vector num_comp_vectors: EINVAL (%m)");
+	T_EQ(ibv_query_device(c, &da), 0, "query_device");
+	errno = 0;
+	T_CHECK(!ibv_create_cq(c, da.max_cqe + 1, NULL, NULL, 0) && errno == EINVAL,
+		"max_cqe + 1: EINVAL (%m)");
+	qp = ibv_create_qp(pd, &a);
+	T_CHECK(qp != NULL, "a send-only QP (max_recv_wr 0): %m");
+	if (qp) {
+		T_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS), 0, "INIT with ON_DEMAND among the access bits");
+		T_EQ(ibv_post_recv(qp, &rwr, &rbad), ENOMEM, "a receive on it: ENOMEM");
+		ibv_destroy_qp(qp);
+	}
+	a.cap.max_send_wr = 0;
+	a.cap.max_recv_wr = 4;
+	qp = ibv_create_qp(pd, &a);
+	T_CHECK(qp != NULL, "a receive-only QP (max_send_wr 0): %m");
+	if (qp) {
+		T_EQ(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS), 0, "INIT");
+		struct ibv_qp *peer = peer_of(qp);
+
+		T_EQ(ibv_post_recv(qp, &rwr, &rbad), 0, "a receive on it");
+		T_CHECK(peer && !connect_qp(qp, peer->qp_num, &s[1].gid), "INIT->RTR->RTS");
+		T_EQ(ibv_post_send(qp, &swr, &sbad), ENOMEM, "a send on it in RTS: ENOMEM");
+		ibv_destroy_qp(qp);
+		if (peer)
+			ibv_destroy_qp(peer);
+	}
+}
+
 /* ibv_qp_ex: WRITE, ATOMIC_WRITE and FLUSH into side 1's MR; ibv_cq_ex: timestamps. */
 static void extended_api(uint8_t *lbuf, struct ibv_mr *lmr, uint8_t *rbuf, struct ibv_mr *rmr)
 {
@@ -608,6 +668,7 @@ int main(void)
 	rmr = ibv_reg_mr(s[1].pd, rbuf, LEN, ACCESS | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_ON_DEMAND);
 	T_CHECK(lmr && rmr, "MRs: %m");
 	refused(s[0].ctx, s[0].pd);
+	queue_limits(s[0].ctx, s[0].pd, lmr, lbuf);
 	extended_api(lbuf, lmr, rbuf, rmr);
 	{
 		uint8_t *u0 = h_cold(LEN), *u1 = h_cold(LEN);
