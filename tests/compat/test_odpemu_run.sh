@@ -27,6 +27,7 @@ clean=(env -u ODPEMU_RUNDIR -u LD_LIBRARY_PATH)
 
 expect 0 "usage: odpemu-run" "$run" --help
 expect 0 "--rundir DIR" "$run" -h
+expect 0 "--sysfs" "$run" --help
 expect 2 "no command given" "$run"
 expect 2 "unknown option '--bogus'" "$run" --bogus true
 expect 2 "--rundir needs a directory" "$run" --rundir
@@ -72,6 +73,9 @@ cp "$installed" "$tree/bin/odpemu-run" && : >"$tree/$inst_libdir/odpemu/libibver
 got=$(var LD_LIBRARY_PATH "${clean[@]}" "$tree/bin/odpemu-run")
 [ "$got" = "$tree/$inst_libdir/odpemu" ] ||
   fail "the installed copy uses '$got', want $tree/$inst_libdir/odpemu (beside itself)"
+# --sysfs's helper is looked for beside the drop-ins too; missing, nothing runs
+expect 2 "--sysfs needs its helper $tree/$inst_libdir/odpemu/odpemu-sysfs" \
+  "${clean[@]}" "$tree/bin/odpemu-run" --sysfs echo ran
 rm -rf "$tree"
 [ -x "$installed" ] || fail "$installed is not executable"
 
