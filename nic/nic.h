@@ -306,7 +306,7 @@ bool nic_srq_in_error(const struct nic_srq *srq);
 /* ---- QP ---- */
 
 struct nic_qp_init {
-	enum odpemu_qp_type type;	/* RC or UD */
+	enum odpemu_qp_type type;	/* RC, UC or UD */
 	struct nic_cq *send_cq, *recv_cq;
 	struct nic_srq *srq;		/* optional */
 	unsigned max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
@@ -382,7 +382,8 @@ int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 #define NIC_DROP_REASONS(X) \
 	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
 	X(SRC_MISMATCH) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
-	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT)
+	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT) \
+	X(UC_SEQ) X(UC_NO_WQE) X(UC_ACCESS) X(UC_INV_REQ) X(UC_FAULT)
 enum nic_drop_reason {
 #define NIC_DROP_ENUM_(n) NIC_DROP_##n,
 	NIC_DROP_REASONS(NIC_DROP_ENUM_)
@@ -400,7 +401,8 @@ const char *nic_drop_reason_str(enum nic_drop_reason r);
 	X(dup_requests) \
 	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
 	X(faults_ahead)		/* prefetched early: a held request's target, a READ's rest */ \
-	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */
+	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */ \
+	X(uc_msgs_dropped)	/* UC: messages dropped whole or abandoned part-way (uc.c) */
 struct nic_qp_counters {
 #define NIC_QP_CTR_FIELD_(name) uint64_t name;
 	NIC_QP_COUNTERS(NIC_QP_CTR_FIELD_)
