@@ -362,6 +362,13 @@ int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
  * *posted (may be NULL) the number queued before it; those are sent. */
 int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
 		       unsigned *posted, uint64_t now);
+/* The same, but nothing is sent until nic_run_posted: for an owner that must release its
+ * own copy of the WRs (a shared ring's slots) before any can complete. A UC or UD WQE
+ * completes as soon as it is sent, and a client that sees its completion may reuse its
+ * slot at once (perftest -c UC keeps its ring exactly full). */
+int nic_post_send_list_queue(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
+			     unsigned *posted, uint64_t now);
+void nic_run_posted(struct nic *nic, uint64_t now);
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
 /* A WR the host read from its client and could not post (a malformed slot of a shared
  * ring: garbage opcode, SGE count, flags, or a post in a state that takes none), completed
