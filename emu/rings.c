@@ -206,8 +206,11 @@ static bool drain_sq(struct emu_obj *q)
 			break;	/* those before it are posted; it is refused at the head */
 		}
 	}
-	rc = nic_post_send_list(q->u.qp.qp, wrs, take, &posted, emu_now_ns());
+	/* Consumed before anything is sent: a UC or UD WQE completes as it is sent, and the
+	 * client may reuse its slot as soon as it sees the completion. */
+	rc = nic_post_send_list_queue(q->u.qp.qp, wrs, take, &posted, emu_now_ns());
 	consume(r, posted);
+	nic_run_posted(q->s->d->nic, emu_now_ns());
 	if (rc == -ENOMEM)			/* the send queue is full: later */
 		return posted > 0;
 	if (rc)

@@ -111,8 +111,10 @@ static int qp_refs(struct emu_req *r, const struct ipc_create_qp_req *q, struct 
 	*srq = q->srq ? emu_obj_get(r->s, q->srq, EMU_OBJ_SRQ) : NULL;
 	if (!*pd || !*scq || !*rcq || (q->srq && !*srq))
 		return emu_reply_err(r, -ENOENT, "create_qp: unknown PD, CQ or SRQ handle");
-	if (q->qp_type != ODPEMU_QPT_RC && q->qp_type != ODPEMU_QPT_UD)
-		return emu_reply_err(r, -EOPNOTSUPP, "create_qp: type %u: RC or UD only", q->qp_type);
+	if (q->qp_type != ODPEMU_QPT_RC && q->qp_type != ODPEMU_QPT_UC &&
+	    q->qp_type != ODPEMU_QPT_UD)
+		return emu_reply_err(r, -EOPNOTSUPP, "create_qp: type %u: RC, UC or UD only",
+				     q->qp_type);
 	if (q->fault_policy > ODPEMU_FAULT_POLICY_RNR)
 		return emu_reply_err(r, -EINVAL, "create_qp: fault policy %u", q->fault_policy);
 	return 0;

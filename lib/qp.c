@@ -51,9 +51,8 @@ static int check_init(struct odpemu_pd *pd, const struct odpemu_qp_init_attr *in
 	    init->recv_cq->context != pd->context ||
 	    (init->srq && init->srq->context != pd->context))
 		return -EINVAL;
-	if (init->qp_type == ODPEMU_QPT_UC)
-		return -EOPNOTSUPP;
-	return init->qp_type == ODPEMU_QPT_RC || init->qp_type == ODPEMU_QPT_UD ? 0 : -EINVAL;
+	return init->qp_type == ODPEMU_QPT_RC || init->qp_type == ODPEMU_QPT_UC ||
+	       init->qp_type == ODPEMU_QPT_UD ? 0 : -EINVAL;
 }
 
 static int create(struct lib_context *c, struct odpemu_pd *pd,

@@ -297,7 +297,8 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 		if (roce_opcode_transport(p.h.bth.opcode) != ROCE_UD)
 			return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
 		nic_ud_rx(qp, &p, src);
-	} else if (roce_opcode_transport(p.h.bth.opcode) != ROCE_RC) {
+	} else if (roce_opcode_transport(p.h.bth.opcode) !=
+		   (qp->type == ODPEMU_QPT_UC ? ROCE_UC : ROCE_RC)) {
 		return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
 	} else if (memcmp(src, &qp->attr.ah_attr.dgid, sizeof(*src))) {
 		return nic_drop(nic, qp, NIC_DROP_SRC_MISMATCH);

@@ -25,12 +25,15 @@ void nic_device_attr_default(struct nic_device_attr *a)
 	a->max_qp_init_rd_atom = 128;
 	a->max_pkeys = 1;   /* RoCE: the default partition 0xFFFF only */
 	a->gid_tbl_len = 16;
-	/* RC: every ODP operation, as rxe advertises; UD: sends and receives. IMPLICIT:
+	/* RC: every ODP operation, as rxe advertises; UC: what UC does, SEND, RECV and WRITE
+	 * (a fault on its responder stalls, or drops the message under the rnr policy: UC
+	 * has no RNR NAK); UD: sends and receives. IMPLICIT:
 	 * an implicit MR is one IO page table over the whole 47-bit space (nic/mr.c), where
 	 * rxe has none and mlx5 builds it from 1 GiB children. */
 	a->odp.general_caps = ODPEMU_ODP_SUPPORT | ODPEMU_ODP_SUPPORT_IMPLICIT;
 	a->odp.rc_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_WRITE
 		| ODPEMU_ODP_READ | ODPEMU_ODP_ATOMIC | ODPEMU_ODP_SRQ_RECV | ODPEMU_ODP_FLUSH
 		| ODPEMU_ODP_ATOMIC_WRITE;
+	a->odp.uc_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_WRITE;
 	a->odp.ud_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_SRQ_RECV;
 }

@@ -306,7 +306,7 @@ bool nic_srq_in_error(const struct nic_srq *srq);
 /* ---- QP ---- */
 
 struct nic_qp_init {
-	enum odpemu_qp_type type;	/* RC or UD */
+	enum odpemu_qp_type type;	/* RC, UC or UD */
 	struct nic_cq *send_cq, *recv_cq;
 	struct nic_srq *srq;		/* optional */
 	unsigned max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
@@ -362,6 +362,13 @@ int nic_post_send(struct nic_qp *qp, const struct nic_send_wr *wr, uint64_t now)
  * *posted (may be NULL) the number queued before it; those are sent. */
 int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
 		       unsigned *posted, uint64_t now);
+/* The same, but nothing is sent until nic_run_posted: for an owner that must release its
+ * own copy of the WRs (a shared ring's slots) before any can complete. A UC or UD WQE
+ * completes as soon as it is sent, and a client that sees its completion may reuse its
+ * slot at once (perftest -c UC keeps its ring exactly full). */
+int nic_post_send_list_queue(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
+			     unsigned *posted, uint64_t now);
+void nic_run_posted(struct nic *nic, uint64_t now);
 int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now);
 /* A WR the host read from its client and could not post (a malformed slot of a shared
  * ring: garbage opcode, SGE count, flags, or a post in a state that takes none), completed
@@ -382,7 +389,8 @@ int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 #define NIC_DROP_REASONS(X) \
 	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
 	X(SRC_MISMATCH) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
-	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT)
+	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT) \
+	X(UC_SEQ) X(UC_NO_WQE) X(UC_ACCESS) X(UC_INV_REQ) X(UC_FAULT)
 enum nic_drop_reason {
 #define NIC_DROP_ENUM_(n) NIC_DROP_##n,
 	NIC_DROP_REASONS(NIC_DROP_ENUM_)
@@ -400,7 +408,8 @@ const char *nic_drop_reason_str(enum nic_drop_reason r);
 	X(dup_requests) \
 	X(faults_resp) X(faults_req) X(stalls) X(stall_drops) \
 	X(faults_ahead)		/* prefetched early: a held request's target, a READ's rest */ \
-	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */
+	X(persist_waits)	/* persistent FLUSHes that waited for the host's persist port */ \
+	X(uc_msgs_dropped)	/* UC: messages dropped whole or abandoned part-way (uc.c) */
 struct nic_qp_counters {
 #define NIC_QP_CTR_FIELD_(name) uint64_t name;
 	NIC_QP_COUNTERS(NIC_QP_CTR_FIELD_)

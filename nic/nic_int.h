@@ -226,6 +226,10 @@ struct nic_resp {
 	unsigned nheld, held_head;
 	unsigned held_size, held_cap;	/* allocated (grown on demand), cfg.stall_queue */
 	bool stall_overflowed;		/* packets dropped since the queue filled */
+	/* UC (uc.c): the message in progress is being dropped, for uc_drop_why, until its
+	 * LAST or the next FIRST/ONLY */
+	bool uc_dropping;
+	enum nic_drop_reason uc_drop_why;
 };
 
 /* The requester: what it has sent. */
@@ -447,6 +451,10 @@ struct nic_gid nic_qp_dgid(const struct nic_qp *qp);
 void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
 void nic_resp_run(struct nic_qp *qp);
 void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
+/* uc.c: may the UC responder execute pkt? false: dropped (counted), with the rest of its
+ * message. nic_uc_drop_msg drops pkt and the rest of its message for why. */
+bool nic_uc_accept(struct nic_qp *qp, const struct roce_pkt *pkt);
+void nic_uc_drop_msg(struct nic_qp *qp, const struct roce_pkt *pkt, enum nic_drop_reason why);
 
 static inline uint64_t nic_ack_timeout_ns(uint8_t timeout)
 {

@@ -87,6 +87,22 @@ static int enqueue_send(struct nic_qp *qp, const struct nic_send_wr *wr)
 int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
 		       unsigned *posted, uint64_t now)
 {
+	int rc = nic_post_send_list_queue(qp, wrs, n, posted, now);
+
+	if (qp)
+		nic_run(qp->nic);
+	return rc;
+}
+
+void nic_run_posted(struct nic *nic, uint64_t now)
+{
+	nic->now = now;
+	nic_run(nic);
+}
+
+int nic_post_send_list_queue(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigned n,
+			     unsigned *posted, uint64_t now)
+{
 	unsigned done = 0;
 	int rc = 0;
 
@@ -109,7 +125,6 @@ int nic_post_send_list(struct nic_qp *qp, const struct nic_send_wr *wrs, unsigne
 		return rc;
 	}
 	nic_qp_schedule(qp);	/* one doorbell: the engine sees the whole list */
-	nic_run(qp->nic);
 	return rc;
 }
 

@@ -7,8 +7,8 @@ const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 {
 	const struct nic_device_attr *a = &nic->attr;
 
-	if (in->type != ODPEMU_QPT_RC && in->type != ODPEMU_QPT_UD)
-		return "only RC and UD QPs are modelled";
+	if (!odpemu_wr_qp_type_prop(in->type))
+		return "only RC, UC and UD QPs are modelled";
 	if (!in->send_cq || !in->recv_cq || in->send_cq->nic != nic || in->recv_cq->nic != nic)
 		return "send_cq and recv_cq must be CQs of this device";
 	/* 0 WRs: a receive-only (or send-only, below) QP, which every provider creates; its
@@ -36,7 +36,7 @@ static int check_init(const struct nic *nic, const struct nic_qp_init *in)
 
 	if (!why)
 		return 0;
-	return in->type != ODPEMU_QPT_RC && in->type != ODPEMU_QPT_UD ? -EOPNOTSUPP : -EINVAL;
+	return !odpemu_wr_qp_type_prop(in->type) ? -EOPNOTSUPP : -EINVAL;
 }
 
 static void qp_free(struct nic_qp *qp)

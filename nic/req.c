@@ -10,8 +10,19 @@
  * A page fault while gathering a local SGE parks the send queue on its fault slot and resumes
  * the same packet when the fault is answered; a failed fault completes the WQE with
  * LOC_PROT_ERR.
+ *
+ * UC (IBA 9.8.2) segments as RC does, with the UC opcodes, but nothing is acknowledged: no
+ * AckReq, no ACK timer, no window, no retransmission; a WQE completes once its last packet
+ * is sent. UD is one packet per WQE (send_ud).
  */
 #include "nic_int.h"
+
+/* Does the responder acknowledge this QP's requests (IBA 9.7.6)? RC only: UC (9.8.2) and UD
+ * (9.8.1) send and forget. */
+static bool acknowledged(const struct nic_qp *qp)
+{
+	return qp->type == ODPEMU_QPT_RC;
+}
 
 static bool is_read_or_atomic(enum odpemu_wr_opcode op)
 {
@@ -57,13 +68,25 @@ static const struct rc_packets {
 	[ODPEMU_WR_ATOMIC_WRITE] = { .only = ROCE_OP_RC_ATOMIC_WRITE },
 };
 
+/* The opcode byte's bits 7:5 name the transport (IBA 9.2, table 35), and the UC sends and
+ * writes have the RC operation codes in bits 4:0: a UC packet is its RC twin with the UC
+ * transport bits. */
+static uint8_t transport_opcode(const struct nic_qp *qp, uint8_t rc_opcode)
+{
+	if (qp->type != ODPEMU_QPT_UC)
+		return rc_opcode;
+	return (uint8_t)((ROCE_UC << 5) | (rc_opcode & 0x1F));
+}
+
 /* Opcode of the packet at byte offset off of a message that sends its payload. */
-static uint8_t seg_opcode(const struct nic_swqe *w, uint32_t off, uint32_t n)
+static uint8_t seg_opcode(const struct nic_qp *qp, const struct nic_swqe *w, uint32_t off,
+			  uint32_t n)
 {
 	const struct rc_packets *p = &rc_packets[w->wr.opcode];
 	bool first = off == 0, last = off + n == w->length;
 
-	return first && last ? p->only : first ? p->first : last ? p->last : p->middle;
+	return transport_opcode(qp, first && last ? p->only : first ? p->first :
+				    last ? p->last : p->middle);
 }
 
 /* A packet of h's PSN went out: move the send PSN and the highest PSN sent past it. */
@@ -122,7 +145,7 @@ static enum nic_dma_result gather(struct nic_qp *qp, struct nic_swqe *w, uint32_
 
 static void arm_ack_timer(struct nic_qp *qp)
 {
-	if (qp->comp.ack_deadline == UINT64_MAX) {
+	if (acknowledged(qp) && qp->comp.ack_deadline == UINT64_MAX) {
 		qp->comp.ack_deadline = qp->nic->now + nic_ack_timeout_ns(qp->attr.timeout);
 		nic_timer_arm(qp, qp->comp.ack_deadline);
 	}
@@ -160,7 +183,7 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 {
 	uint32_t off = w->sent, n = w->length - off < qp->pmtu ? w->length - off : qp->pmtu;
 	uint32_t k = off / qp->pmtu, psn = roce_psn_add(w->first_psn, k);
-	uint8_t op = seg_opcode(w, off, n);
+	uint8_t op = seg_opcode(qp, w, off, n);
 	struct roce_hdr h;
 
 	/* Gathered straight into the packet (the port's transmit slot). */
@@ -171,10 +194,11 @@ static bool send_segment(struct nic_qp *qp, struct nic_swqe *w)
 	/* AckReq: at the end of the last message the engine has to send (a post list shares
 	 * one), every NIC_ACKREQ_EVERY packets, and when this packet fills the window (else
 	 * a small window would stall waiting for an ACK nobody asked for). */
-	h.bth.ackreq = (off + n == w->length && !more_follows(qp)) ||
-		       ++qp->req.noack >= NIC_ACKREQ_EVERY ||
-		       (uint32_t)roce_psn_diff(roce_psn_next(psn), qp->comp.una) >=
-		       qp->nic->cfg.max_inflight;
+	h.bth.ackreq = acknowledged(qp) &&
+		       ((off + n == w->length && !more_follows(qp)) ||
+			++qp->req.noack >= NIC_ACKREQ_EVERY ||
+			(uint32_t)roce_psn_diff(roce_psn_next(psn), qp->comp.una) >=
+			qp->nic->cfg.max_inflight);
 	if (h.bth.ackreq)
 		qp->req.noack = 0;
 	if (roce_opcode_table[op].mask & ROCE_M_RETH)
@@ -245,11 +269,12 @@ static bool may_start(const struct nic_qp *qp, const struct nic_swqe *w)
 	return true;
 }
 
-/* UD has no acknowledgements, so no window: una never moves there. During a resend the
- * next PSN may fall behind una (an ACK for the original overtook the resend): open. */
+/* UC and UD have no acknowledgements, so no window: una never moves there. During a
+ * resend the next PSN may fall behind una (an ACK for the original overtook the resend):
+ * open. */
 static bool window_open(const struct nic_qp *qp)
 {
-	if (qp->type == ODPEMU_QPT_UD)
+	if (!acknowledged(qp))
 		return true;
 	return roce_psn_diff(qp->req.psn, qp->comp.una) < (int32_t)qp->nic->cfg.max_inflight;
 }
@@ -341,6 +366,9 @@ void nic_req_run(struct nic_qp *qp)
 		if (!send_wqe(qp, w))
 			return;
 		qp->sq.next++;
+		/* IBA 9.8.2: a UC WQE is done when its last packet is on the wire */
+		if (!acknowledged(qp))
+			nic_swqe_complete(qp, w, ODPEMU_WC_SUCCESS, NIC_VERR_NONE);
 	}
 	if (qp->sq.next < qp->sq.tail)
 		nic_qp_schedule(qp);	/* more to do: yield to other QPs */

@@ -14,6 +14,10 @@
  * A failed fault makes the retried DMA fail: NAK remote access error for R_Key targets;
  * for a receive buffer the receive completes LOC_PROT_ERR and the sender gets NAK remote
  * operational error (rxe's "class D1e" local error); the responder QP goes to ERR.
+ *
+ * UC runs SEND and WRITE through the same code, with its own sequence rules (uc.c) and no
+ * answer of any kind: what RC NAKs UC drops (resp_err.h's uc column), an empty receive
+ * queue drops the SEND, and a fault under the rnr policy drops the message.
  */
 #include "nic_int.h"
 #include "resp_err.h"
@@ -45,6 +49,8 @@ static void answer(struct nic_qp *qp, uint8_t opcode, uint32_t psn, uint8_t synd
 	struct nic_gid dst = nic_qp_dgid(qp);
 	struct roce_hdr h;
 
+	if (qp->type != ODPEMU_QPT_RC)
+		return;		/* IBA 9.4: a UC responder never answers (callers know it) */
 	answer_hdr(qp, &h, opcode, psn, syndrome, atmack);
 	(void)nic_xmit(qp, &dst, &h, payload, len);
 }
@@ -73,11 +79,16 @@ static enum verdict rnr_nak(struct nic_qp *qp, uint32_t psn)
 	return V_RNR;
 }
 
-/* The RNR NAK of an empty receive queue, counted apart from those of page faults. */
-static enum verdict no_wqe_nak(struct nic_qp *qp, uint32_t psn)
+/* The RNR NAK of an empty receive queue, counted apart from those of page faults. UC has
+ * no RNR NAK: the message is dropped (IBA 9.4; rxe's class D for UC). */
+static enum verdict no_wqe_nak(struct nic_qp *qp, const struct roce_pkt *pkt)
 {
+	if (qp->type == ODPEMU_QPT_UC) {
+		nic_uc_drop_msg(qp, pkt, NIC_DROP_UC_NO_WQE);
+		return V_DONE;
+	}
 	qp->ctr.rnr_naks_no_wqe++;
-	return rnr_nak(qp, psn);
+	return rnr_nak(qp, pkt->h.bth.psn);
 }
 
 /* ---- the fault outcome of a DMA ---- */
@@ -124,9 +135,19 @@ static bool take_rwqe(struct nic_qp *qp)
 	return ok;
 }
 
+/* A receive WQE for a WRITE_WITH_IMM: one already held (a UC SEND dropped part-way left it
+ * for the next message, uc.c), else the next on the queue. */
 static bool rwqe_available(const struct nic_qp *qp)
 {
+	if (qp->resp.rwqe_held)
+		return true;
 	return qp->srq ? qp->srq->rq.count > 0 : qp->rq.count > 0;
+}
+
+static void take_write_rwqe(struct nic_qp *qp)
+{
+	if (!qp->resp.rwqe_held)
+		take_rwqe(qp);
 }
 
 static void complete_recv(struct nic_qp *qp, const struct roce_pkt *pkt,
@@ -153,15 +174,20 @@ static void complete_recv(struct nic_qp *qp, const struct roce_pkt *pkt,
 #define RECV_NONE		(-1)
 #define RECV_LOC_LEN_ERR	ODPEMU_WC_LOC_LEN_ERR
 #define RECV_LOC_PROT_ERR	ODPEMU_WC_LOC_PROT_ERR
+#define UC_ERR			(-1)
+#define UC_ACCESS		NIC_DROP_UC_ACCESS
+#define UC_INV_REQ		NIC_DROP_UC_INV_REQ
 
 static const struct {
 	enum roce_nak_code nak;
 	int recv;			/* enum odpemu_wc_status, or RECV_NONE */
 	enum nic_vendor_err verr;
 	enum odpemu_event_type event;
+	int uc_drop;			/* enum nic_drop_reason, or UC_ERR */
 } resp_errors[] = {
-#define RESP_ERR_ROW_(name, nak, recv, verr, event, cls, rule) \
-	[NIC_RERR_##name] = { ROCE_NAK_##nak, RECV_##recv, NIC_VERR_##verr, ODPEMU_EVENT_##event },
+#define RESP_ERR_ROW_(name, nak, recv, verr, event, cls, uc, rule) \
+	[NIC_RERR_##name] = { ROCE_NAK_##nak, RECV_##recv, NIC_VERR_##verr, ODPEMU_EVENT_##event, \
+			      UC_##uc },
 	NIC_RESP_ERRORS(RESP_ERR_ROW_)
 #undef RESP_ERR_ROW_
 };
@@ -174,6 +200,10 @@ static enum verdict fail(struct nic_qp *qp, const struct roce_pkt *pkt, uint32_t
 {
 	struct nic_resp *r = &qp->resp;
 
+	if (qp->type == ODPEMU_QPT_UC && resp_errors[e].uc_drop != UC_ERR) {
+		nic_uc_drop_msg(qp, pkt, (enum nic_drop_reason)resp_errors[e].uc_drop);
+		return V_DONE;
+	}
 	if (resp_errors[e].recv != RECV_NONE && r->rwqe_held)
 		complete_recv(qp, pkt, (enum odpemu_wc_status)resp_errors[e].recv, ODPEMU_WC_RECV,
 			      (pkt->mask & ROCE_M_FIRST) ? 0 : r->recv_off, resp_errors[e].verr);
@@ -219,7 +249,7 @@ static enum verdict do_send(struct nic_qp *qp, const struct roce_pkt *pkt)
 	enum nic_dma_result res;
 
 	if (!w)
-		return no_wqe_nak(qp, psn);	/* IBA 9.7.5.2.8: no receive WQE */
+		return no_wqe_nak(qp, pkt);	/* IBA 9.7.5.2.8: no receive WQE */
 	if (off + pkt->payload_len > nic_sge_total(w->sge, w->num_sge))
 		return fail(qp, pkt, psn, NIC_RERR_RECV_TOO_SMALL);
 	res = nic_dma_sge(&c, w->sge, w->num_sge, off, (void *)pkt->payload, pkt->payload_len,
@@ -270,7 +300,7 @@ static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
 	struct nic_write ws;
 
 	if ((pkt->mask & ROCE_M_RWQE) && !rwqe_available(qp))
-		return no_wqe_nak(qp, psn);	/* WRITE_WITH_IMM needs a receive WQE */
+		return no_wqe_nak(qp, pkt);	/* WRITE_WITH_IMM needs a receive WQE */
 	if (!write_target(qp, pkt, &ws))
 		return fail(qp, pkt, psn, NIC_RERR_RKEY);
 	if (n > ws.resid)
@@ -290,7 +320,7 @@ static enum verdict do_write(struct nic_qp *qp, const struct roce_pkt *pkt)
 		return fail(qp, pkt, psn, NIC_RERR_LENGTH);
 	r->msn = (r->msn + 1) & ROCE_PSN_MASK;
 	if (pkt->mask & ROCE_M_RWQE) {
-		take_rwqe(qp);
+		take_write_rwqe(qp);
 		complete_recv(qp, pkt, ODPEMU_WC_SUCCESS, ODPEMU_WC_RECV_RDMA_WITH_IMM,
 			      r->write.total, NIC_VERR_NONE);
 	}
@@ -604,12 +634,28 @@ static void fault_ahead(struct nic_qp *qp, const struct roce_pkt *pkt)
  * acknowledges everything before it. */
 static void seq_nak(struct nic_qp *qp)
 {
-	if (qp->resp.nak_sent)
+	if (qp->resp.nak_sent || qp->type != ODPEMU_QPT_RC)
 		return;
 	qp->resp.nak_sent = true;
 	qp->ctr.seq_naks_sent++;
 	answer(qp, ROCE_OP_RC_ACKNOWLEDGE, qp->resp.epsn, roce_syndrome_nak(ROCE_NAK_PSN_SEQ_ERR),
 	       NULL, 0, 0);
+}
+
+/* UC: its sequence rules (uc.c), then the same execution, and no answer. A packet retried
+ * after a fault passes uc.c again unchanged (its PSN is still the expected one). */
+static enum verdict process_uc(struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	enum verdict v;
+
+	if (!nic_uc_accept(qp, pkt))
+		return V_DONE;
+	if (!qp_allows(qp, pkt))
+		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_QP_ACCESS);
+	v = execute(qp, pkt);
+	if (v == V_DONE)
+		qp->resp.epsn = roce_psn_next(pkt->h.bth.psn);
+	return v;
 }
 
 static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
@@ -619,6 +665,8 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 	int32_t d = roce_psn_diff(psn, r->epsn);
 	enum verdict v;
 
+	if (qp->type == ODPEMU_QPT_UC)
+		return process_uc(qp, pkt);
 	if (d > 0) {		/* a gap: NAK once, then drop until the expected PSN comes */
 		nic_drop(qp->nic, qp, NIC_DROP_SEQ_ERR_SILENT);
 		if (qp->init.fault_policy == NIC_FAULT_RNR)
@@ -697,9 +745,15 @@ static bool hold(struct nic_qp *qp, const struct roce_pkt *pkt)
 	return true;
 }
 
-/* A fault on a packet, per policy. */
+/* A fault on a packet, per policy. UC has no RNR NAK: under rnr the message is dropped, and
+ * the fault, no longer watched, still fills the page table, so a later message lands. */
 static void on_fault(struct nic_qp *qp, const struct roce_pkt *pkt, bool from_queue)
 {
+	if (qp->init.fault_policy == NIC_FAULT_RNR && qp->type == ODPEMU_QPT_UC) {
+		nic_fault_cancel(&qp->resp.fault, &qp->nic->cfg.ports);
+		nic_uc_drop_msg(qp, pkt, NIC_DROP_UC_FAULT);
+		return;
+	}
 	if (qp->init.fault_policy == NIC_FAULT_RNR) {
 		rnr_nak(qp, pkt->h.bth.psn);
 		return;
@@ -718,7 +772,7 @@ static bool fault_pending(struct nic_qp *qp)
 void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src)
 {
 	(void)src;
-	if (qp->type != ODPEMU_QPT_RC || !(pkt->mask & ROCE_M_REQ))
+	if (qp->type == ODPEMU_QPT_UD || !(pkt->mask & ROCE_M_REQ))
 		return;
 	if (qp->init.fault_policy == NIC_FAULT_STALL &&
 	    (qp->resp.nheld || qp->resp.fault.state == NIC_SLOT_WAITING)) {
@@ -727,8 +781,8 @@ void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic
 		nic_qp_schedule(qp);
 		return;
 	}
-	if (qp->init.fault_policy == NIC_FAULT_RNR && fault_pending(qp) &&
-	    pkt->h.bth.psn == qp->resp.epsn) {
+	if (qp->init.fault_policy == NIC_FAULT_RNR && qp->type == ODPEMU_QPT_RC &&
+	    fault_pending(qp) && pkt->h.bth.psn == qp->resp.epsn) {
 		rnr_nak(qp, pkt->h.bth.psn);	/* still resolving: ask again later */
 		return;
 	}

@@ -31,8 +31,9 @@ static struct cv_qp *qp_new(struct ibv_pd *pd, struct ibv_qp_init_attr *init, ui
 	};
 	struct cv_qp *qp;
 
-	if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UD)
-		return cv_fail_null(init->qp_type == IBV_QPT_UC || init->qp_type == IBV_QPT_XRC_SEND ||
+	if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC &&
+	    init->qp_type != IBV_QPT_UD)
+		return cv_fail_null(init->qp_type == IBV_QPT_XRC_SEND ||
 				    init->qp_type == IBV_QPT_XRC_RECV ||
 				    init->qp_type == IBV_QPT_RAW_PACKET ? EOPNOTSUPP : EINVAL);
 	if (!(qp = calloc(1, sizeof(*qp))))

@@ -364,7 +364,7 @@ struct odpemu_qp_init_attr {
 	struct odpemu_cq *recv_cq;
 	struct odpemu_srq *srq;
 	struct odpemu_qp_cap cap;	/* in: wanted; out: granted */
-	enum odpemu_qp_type qp_type;	/* RC or UD */
+	enum odpemu_qp_type qp_type;	/* RC, UC or UD */
 	int sq_sig_all;
 	enum odpemu_fault_policy fault_policy;	/* odpemu: responder policy on a page fault */
 };
@@ -391,8 +391,8 @@ struct odpemu_qp_attr {
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	uint8_t min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry;
 };
-/* RC or UD. NULL with errno: EINVAL (caps beyond the device's, CQs of another context),
- * EOPNOTSUPP (UC), ENOMEM. */
+/* RC, UC or UD. NULL with errno: EINVAL (caps beyond the device's, CQs of another
+ * context, another QP type), ENOMEM. */
 struct odpemu_qp *odpemu_create_qp(struct odpemu_pd *pd, struct odpemu_qp_init_attr *init);
 /* ibv_modify_qp: 0 or errno (EINVAL for a transition or attribute the spec forbids). */
 int odpemu_modify_qp(struct odpemu_qp *qp, struct odpemu_qp_attr *attr, int attr_mask);

@@ -58,22 +58,24 @@ enum odpemu_wr_props {
 					 * from the SGEs, or inline) */
 	ODPEMU_WRP_NO_LOCAL = 1 << 10,	/* no local buffer, no SGEs: its length is the remote
 					 * range's (FLUSH) */
+	ODPEMU_WRP_UC = 1 << 11,	/* may be posted on a UC QP (IBA 9.4: SEND and RDMA
+					 * WRITE, with or without immediate data) */
 };
 
 /* Work request opcode (ibv_wr_opcode): value, the completion opcode it produces, props.
  * The one place these facts live (lib/ and nic/ ask odpemu_wr_props; the shape rules built
  * on them are odpemu/wr_shape.h). */
-#define ODPEMU_WRP_RCUD_ (ODPEMU_WRP_RC | ODPEMU_WRP_UD)
+#define ODPEMU_WRP_ALLQP_ (ODPEMU_WRP_RC | ODPEMU_WRP_UC | ODPEMU_WRP_UD)
 #define ODPEMU_WRP_WRITE_ (ODPEMU_WRP_RC | ODPEMU_WRP_REMOTE | ODPEMU_WRP_PAYLOAD)
 #define ODPEMU_WRP_ATOMICS_ (ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | \
 	ODPEMU_WRP_WORD8 | ODPEMU_WRP_ONE_PACKET | ODPEMU_WRP_REMOTE)
 #define ODPEMU_WR_OPCODES(X) \
-	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_WRITE_) \
+	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_WRITE_ | ODPEMU_WRP_UC) \
 	X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1, ODPEMU_WC_RDMA_WRITE, \
-	  ODPEMU_WRP_WRITE_ | ODPEMU_WRP_IMM) \
-	X(ODPEMU_WR_, SEND, 2, ODPEMU_WC_SEND, ODPEMU_WRP_RCUD_ | ODPEMU_WRP_PAYLOAD) \
+	  ODPEMU_WRP_WRITE_ | ODPEMU_WRP_UC | ODPEMU_WRP_IMM) \
+	X(ODPEMU_WR_, SEND, 2, ODPEMU_WC_SEND, ODPEMU_WRP_ALLQP_ | ODPEMU_WRP_PAYLOAD) \
 	X(ODPEMU_WR_, SEND_WITH_IMM, 3, ODPEMU_WC_SEND, \
-	  ODPEMU_WRP_RCUD_ | ODPEMU_WRP_PAYLOAD | ODPEMU_WRP_IMM) \
+	  ODPEMU_WRP_ALLQP_ | ODPEMU_WRP_PAYLOAD | ODPEMU_WRP_IMM) \
 	X(ODPEMU_WR_, RDMA_READ, 4, ODPEMU_WC_RDMA_READ, \
 	  ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_REMOTE) \
 	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5, ODPEMU_WC_COMP_SWAP, ODPEMU_WRP_ATOMICS_) \
@@ -212,10 +214,20 @@ static inline unsigned odpemu_wr_props(enum odpemu_wr_opcode op)
 {
 	switch ((int)op) { ODPEMU_WR_OPCODES(ODPEMU_WR_PROPS_CASE_) default: return 0; }
 }
+/* The props bit that says an opcode may be posted on a QP of this type (0: none may). */
+static inline unsigned odpemu_wr_qp_type_prop(enum odpemu_qp_type qp_type)
+{
+	switch (qp_type) {
+	case ODPEMU_QPT_RC: return ODPEMU_WRP_RC;
+	case ODPEMU_QPT_UC: return ODPEMU_WRP_UC;
+	case ODPEMU_QPT_UD: return ODPEMU_WRP_UD;
+	default: return 0;
+	}
+}
 /* May op be posted on a QP of this type? */
 static inline int odpemu_wr_allowed(enum odpemu_qp_type qp_type, enum odpemu_wr_opcode op)
 {
-	return !!(odpemu_wr_props(op) & (qp_type == ODPEMU_QPT_UD ? ODPEMU_WRP_UD : ODPEMU_WRP_RC));
+	return !!(odpemu_wr_props(op) & odpemu_wr_qp_type_prop(qp_type));
 }
 
 /* The completion opcode a WR of op produces. */

@@ -4,7 +4,8 @@
  * host 1, the client (-d odpa) on host 0, both exit 0. ibv_rc_pingpong in each mode that
  * reaches a different part of the library: polling and events (-e), explicit and implicit
  * ODP (-o, -O), prefetch (-P), completion timestamps (-t, ibv_cq_ex), the new post-send
- * API (-N, ibv_qp_ex), 1 B and 1 MiB messages; ibv_ud_pingpong and ibv_srq_pingpong.
+ * API (-N, ibv_qp_ex), 1 B and 1 MiB messages; ibv_uc_pingpong, ibv_ud_pingpong and
+ * ibv_srq_pingpong.
  * Link layer Ethernet needs -g (a GRH on every AH): -g 1 everywhere.
  *
  * Page faults (odpemu-ctl stat -d odpb): none on pinned memory, some with -o and -O, and
@@ -39,6 +40,8 @@ static const struct variant variants[] = {
 	{ "ibv_rc_pingpong", { "-N", "-n", "500" }, "500 iters in", ANY },
 	{ "ibv_rc_pingpong", { "-s", "1", "-n", "500" }, "500 iters in", ANY },
 	{ "ibv_rc_pingpong", { "-s", "1048576", "-n", "100" }, "100 iters in", ANY },
+	{ "ibv_uc_pingpong", { "-n", "500" }, "500 iters in", NONE },
+	{ "ibv_uc_pingpong", { "-e", "-s", "65536", "-n", "200" }, "200 iters in", ANY },
 	{ "ibv_ud_pingpong", { "-n", "500" }, "500 iters in", ANY },
 	{ "ibv_srq_pingpong", { "-n", "100" }, "100 iters in", ANY },
 	{ "ibv_srq_pingpong", { "-o", "-n", "100" }, "100 iters in", SOME },

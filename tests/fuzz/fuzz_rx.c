@@ -7,7 +7,8 @@
  *   RC QPs in RESET, INIT, RTR, RTS (responder and requester: a SEND, a 2-packet READ and
  *   a compare-and-swap in flight), RTS behind a page fault held under the stall policy,
  *   RTS behind a page fault under the RNR policy, RTS on an SRQ, SQD and ERR; UD QPs in
- *   RTS (pinned receive buffers), RTS (an ODP receive buffer) and INIT; QP1 (GSI);
+ *   RTS (pinned receive buffers), RTS (an ODP receive buffer) and INIT; UC QPs in RTS
+ *   (pinned receive buffers, stall policy; an ODP receive buffer, rnr policy); QP1 (GSI);
  *   a pinned MR, a read-only pinned MR, an ODP MR.
  *
  * Input: flags (byte 0), a QP selector (byte 1), then one UDP payload.
@@ -77,9 +78,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 /* The fixture QPs, by index (the selector byte's numbering). */
 enum rx_qp {
 	Q_RESET, Q_INIT, Q_RTR, Q_RTS, Q_STALL, Q_RNR, Q_ERR, Q_SRQ, Q_SQD,
-	Q_UD, Q_UD_ODP, Q_UD_INIT, RX_NQP
+	Q_UD, Q_UD_ODP, Q_UD_INIT, Q_UC, Q_UC_RNR, RX_NQP
 };
-/* The responder's expected PSN of each RC QP; the requester of Q_RTS starts at SQ_PSN. */
+/* The responder's expected PSN of each RC and UC QP; the requester of Q_RTS starts at
+ * SQ_PSN. */
 #define RQ_PSN(i)	(1000u * ((unsigned)(i) + 1))
 #define SQ_PSN		30000u
 
@@ -250,6 +252,33 @@ static void rc_up(unsigned i, enum odpemu_qp_state up_to)
 	       ODPEMU_QP_RETRY_CNT | ODPEMU_QP_RNR_RETRY | ODPEMU_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* A UC QP of index i, in RTS with the UC attributes (IBA table 91: no RDMA-read, ACK timer
+ * or RNR ones). */
+static struct nic_qp *uc_qp(unsigned i, enum nic_fault_policy pol)
+{
+	struct nic_qp_init in = { .type = ODPEMU_QPT_UC, .send_cq = w.scq, .recv_cq = w.rcq,
+		.max_send_wr = 2, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1,
+		.fault_policy = pol };
+	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
+		.qp_access_flags = ODPEMU_ACCESS_REMOTE_WRITE };
+	struct nic_gid peer = peer_gid();
+	struct nic_qp *qp;
+
+	must(nic_qp_create(w.pd, &in, &qp));
+	modify(qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT |
+	       ODPEMU_QP_ACCESS_FLAGS);
+	a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTR, .path_mtu = ODPEMU_MTU_1024,
+		.dest_qp_num = PEER_QPN + i, .rq_psn = RQ_PSN(i) };
+	memcpy(a.ah_attr.dgid, peer.raw, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	modify(qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU | ODPEMU_QP_DEST_QPN |
+	       ODPEMU_QP_RQ_PSN);
+	a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTS, .sq_psn = SQ_PSN };
+	modify(qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN);
+	return qp;
+}
+
 static struct nic_qp *ud_qp(uint32_t qkey, bool rts)
 {
 	struct nic_qp_init in = { .type = ODPEMU_QPT_UD, .send_cq = w.scq, .recv_cq = w.rcq,
@@ -334,6 +363,8 @@ static void build(void)
 	w.qp[Q_UD] = ud_qp(UD_QKEY, true);
 	w.qp[Q_UD_ODP] = ud_qp(UD_ODP_QKEY, true);
 	w.qp[Q_UD_INIT] = ud_qp(UD_QKEY, false);
+	w.qp[Q_UC] = uc_qp(Q_UC, NIC_FAULT_STALL);
+	w.qp[Q_UC_RNR] = uc_qp(Q_UC_RNR, NIC_FAULT_RNR);
 
 	rc_up(Q_INIT, ODPEMU_QPS_INIT);
 	rc_up(Q_RTR, ODPEMU_QPS_RTR);
@@ -358,6 +389,9 @@ static void build(void)
 	for (unsigned k = 0; k < 2; k++)
 		post_recv(w.qp[Q_UD], PIN_VA + 0x3000 + 0x800 * k, 0x800, w.pin);
 	post_recv(w.qp[Q_UD_ODP], ODP_VA + 0x2000, 0x800, w.odp);
+	post_recv(w.qp[Q_UC], PIN_VA + 0x1800, 512, w.pin);	/* 513+ B is too long */
+	post_recv(w.qp[Q_UC], PIN_VA + 0x1c00, 1024, w.pin);
+	post_recv(w.qp[Q_UC_RNR], ODP_VA + 0x2800, 1024, w.odp);
 
 	/* The requester of Q_RTS has a SEND (SQ_PSN), a READ of 2 KiB (+1, +2) and a
 	 * compare-and-swap (+3) in flight, so responses of every kind have a WQE. */
@@ -477,7 +511,8 @@ static uint64_t progress_of(const struct nic_qp *qp)
 	const struct nic_resp *r = &qp->resp;
 	const struct nic_comp *c = &qp->comp;
 	uint64_t h = 1469598103934665603ull;
-	uint64_t v[] = { r->epsn, r->msn, r->msg, r->recv_off, r->rwqe_held, r->write.va,
+	uint64_t v[] = { r->epsn, r->msn, r->msg, r->uc_dropping, r->recv_off, r->rwqe_held,
+		r->write.va,
 		r->write.resid, r->nheld, r->fault.state, r->rsrc_next, c->una, c->wait,
 		c->resume_psn, c->gap_asked, c->fault.state, qp->sq.head, qp->sq.next,
 		qp->req.psn, qp->rq.count, qp->srq ? qp->srq->rq.count : 0 };
@@ -519,7 +554,8 @@ static uint64_t qp_activity(const struct nic_qp_counters *c)
 {
 	return sum(c->drops, NIC_DROP__COUNT) + c->dup_requests + c->seq_naks_sent +
 	       c->rnr_naks_sent + c->seq_naks_received + c->rnr_naks_received + c->faults_resp +
-	       c->faults_req + c->stalls + c->stall_drops + c->faults_ahead + c->retransmits;
+	       c->faults_req + c->stalls + c->stall_drops + c->faults_ahead + c->retransmits +
+	       c->uc_msgs_dropped;
 }
 
 /* Completions are taken at once: each must name a fixture QP. Returns how many. */
@@ -730,6 +766,21 @@ static const struct seed seeds[] = {
 	{ "ud-rc-opcode", SEAL, Q_UD, ROCE_OP_RC_SEND_ONLY, 0, 64 },
 	{ "ud-odp", SEAL | ANSWER, Q_UD_ODP, ROCE_OP_UD_SEND_ONLY, 0, 64, .qkey = UD_ODP_QKEY },
 	{ "ud-init", SEAL, Q_UD_INIT, ROCE_OP_UD_SEND_ONLY, 0, 64, .qkey = UD_QKEY },
+	{ "uc-send-only", SEAL, Q_UC, ROCE_OP_UC_SEND_ONLY, 0, 64 },
+	{ "uc-send-first", SEAL, Q_UC, ROCE_OP_UC_SEND_FIRST, 0, 1024 },
+	{ "uc-send-middle", SEAL, Q_UC, ROCE_OP_UC_SEND_MIDDLE, 0, 1024 },
+	{ "uc-send-imm", SEAL, Q_UC, ROCE_OP_UC_SEND_ONLY_WITH_IMMEDIATE, 0, 32 },
+	{ "uc-send-too-long", SEAL, Q_UC, ROCE_OP_UC_SEND_ONLY, 0, 1000 },
+	{ "uc-gap-first", SEAL, Q_UC, ROCE_OP_UC_SEND_FIRST, 5, 1024 },
+	{ "uc-write-first", SEAL, Q_UC, ROCE_OP_UC_RDMA_WRITE_FIRST, 0, 1024, PIN_VA + 0x7000, 0,
+	  .rlen = 3000 },
+	{ "uc-write-imm", SEAL, Q_UC, ROCE_OP_UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE, 0, 8,
+	  PIN_VA + 0x7000, 0 },
+	{ "uc-write-ro", SEAL, Q_UC, ROCE_OP_UC_RDMA_WRITE_ONLY, 0, 64, RO_VA, 1 },
+	{ "uc-write-odp", SEAL | ANSWER, Q_UC, ROCE_OP_UC_RDMA_WRITE_ONLY, 0, 512,
+	  ODP_VA + 0x3000, 2 },
+	{ "uc-rc-opcode", SEAL, Q_UC, ROCE_OP_RC_SEND_ONLY, 0, 64 },
+	{ "uc-rnr-odp", SEAL | ANSWER, Q_UC_RNR, ROCE_OP_UC_SEND_ONLY, 0, 128 },
 	{ "gsi-mad", SEAL, QP1, ROCE_OP_UD_SEND_ONLY, 0, NIC_GSI_MAD_LEN, .qkey = NIC_GSI_QKEY },
 	{ "gsi-short", SEAL, QP1, ROCE_OP_UD_SEND_ONLY, 0, 64, .qkey = NIC_GSI_QKEY },
 	{ "no-qp", SEAL, RX_NQP + 1, ROCE_OP_RC_SEND_ONLY, 0, 64 },

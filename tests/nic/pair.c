@@ -214,6 +214,44 @@ static void connect_rc(struct pair *p, const struct pair_qp_opts *o)
 	}
 }
 
+static void uc_to_rtr(struct pair *p, int i, unsigned access)
+{
+	struct pair_side *s = &p->s[i], *peer = &p->s[!i];
+	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
+		.qp_access_flags = access };
+	const char *why = NULL;
+
+	T_EQ(nic_qp_modify(s->uc, &a, PAIR_UC_INIT_MASK, 0, &why), 0, why ? why : "uc INIT");
+	a = (struct nic_qp_attr){ .qp_state = ODPEMU_QPS_RTR, .path_mtu = ODPEMU_MTU_1024,
+		.dest_qp_num = nic_qp_num(peer->uc), .rq_psn = 300 + (uint32_t)i };
+	memcpy(a.ah_attr.dgid, peer->gid.raw, 16);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	T_EQ(nic_qp_modify(s->uc, &a, PAIR_UC_RTR_MASK, 0, &why), 0, why ? why : "uc RTR");
+}
+
+void pair_uc_up(struct pair *p, enum nic_fault_policy policy, unsigned access)
+{
+	for (int i = 0; i < 2; i++) {
+		struct pair_side *s = &p->s[i];
+		struct nic_qp_init qi = { .type = ODPEMU_QPT_UC, .send_cq = s->scq,
+			.recv_cq = s->rcq, .max_send_wr = 64, .max_recv_wr = 64,
+			.max_send_sge = 4, .max_recv_sge = 4, .max_inline_data = 64,
+			.fault_policy = policy };
+
+		T_EQ(nic_qp_create(s->pd, &qi, &s->uc), 0, "uc qp");
+	}
+	for (int i = 0; i < 2; i++)
+		uc_to_rtr(p, i, access);
+	for (int i = 0; i < 2; i++) {
+		struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_RTS, .sq_psn = 300 + (uint32_t)!i };
+		const char *why = NULL;
+
+		T_EQ(nic_qp_modify(p->s[i].uc, &a, PAIR_UC_RTS_MASK, 0, &why), 0,
+		     why ? why : "uc RTS");
+	}
+}
+
 void pair_ud_up(struct nic_qp *ud, uint32_t qkey, uint32_t sq_psn)
 {
 	struct nic_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1, .qkey = qkey };
@@ -296,6 +334,8 @@ void pair_free(struct pair *p)
 		if (s->qp)	/* a test that destroyed it sets NULL */
 			T_EQ(nic_qp_destroy(s->qp), 0, "qp destroy");
 		T_EQ(nic_qp_destroy(s->ud), 0, "ud destroy");
+		if (s->uc)
+			T_EQ(nic_qp_destroy(s->uc), 0, "uc destroy");
 		T_EQ(nic_cq_destroy(s->scq), 0, "scq destroy");
 		T_EQ(nic_cq_destroy(s->rcq), 0, "rcq destroy");
 		nic_counters(s->nic, &c);

@@ -42,6 +42,7 @@ struct pair_side {
 	struct nic_cq *scq, *rcq;
 	struct nic_qp *qp;	/* RC */
 	struct nic_qp *ud;
+	struct nic_qp *uc;	/* pair_uc_up; NULL until then */
 	struct nic_gid gid;
 	unsigned events[0x200];
 	unsigned notified_scq, notified_rcq;	/* ports.cq_notify calls per CQ */
@@ -162,5 +163,15 @@ struct nic_wc pair_send_wc(struct pair *p, int i, const struct nic_send_wr *wr,
 
 /* A UD QP through INIT (with qkey), RTR and RTS (with sq_psn), each step checked. */
 void pair_ud_up(struct nic_qp *ud, uint32_t qkey, uint32_t sq_psn);
+
+/* Required attributes of the UC bring-up (IBA table 91): RC's without the RDMA-read, ACK
+ * timer and RNR attributes. */
+#define PAIR_UC_INIT_MASK PAIR_RC_INIT_MASK
+#define PAIR_UC_RTR_MASK (ODPEMU_QP_STATE | ODPEMU_QP_AV | ODPEMU_QP_PATH_MTU | \
+			  ODPEMU_QP_DEST_QPN | ODPEMU_QP_RQ_PSN)
+#define PAIR_UC_RTS_MASK (ODPEMU_QP_STATE | ODPEMU_QP_SQ_PSN)
+/* A UC QP on each side (s[i].uc, on the sides' CQs, with policy and the QP access flags
+ * access), connected and in RTS: side i's rq_psn is 300 + i, its sq_psn 300 + !i. */
+void pair_uc_up(struct pair *p, enum nic_fault_policy policy, unsigned access);
 
 #endif
