@@ -8,7 +8,8 @@
  * parent does. A child opens the device again to use it, as with rdma-core.
  *
  * The pid is cached in the child handler of pthread_atfork (getpid() is a system call),
- * so the fast-path check is one load. */
+ * so the fast-path check is one load. Pinned memory becomes the child's own copy there
+ * first (pin_fork.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@ static _Atomic pid_t self_pid;
  * does not exist here). */
 static void in_child(void)
 {
+	lib_pin_fork_child();	/* first: until then, heap pages may be the parent's */
 	atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
 	lib_relay_forget();	/* its relay peers are closed there */
 	for (size_t i = 0; i < ctx_n; i++) {

@@ -286,6 +286,9 @@ int lib_maps_read(struct lib_vma **vmas, size_t *n);
 int lib_maps_range(uintptr_t lo, uintptr_t hi, struct lib_vma **vmas, size_t *n);
 
 #define LIB_PIN_NAME "odpemu-pin"
+/* In a fork child (atfork handler, before any malloc): every mapping of our pin memfds
+ * becomes a private copy, as Linux 5.13+ copies pinned pages at fork (pin_fork.c). */
+void lib_pin_fork_child(void);
 struct lib_pin_seg {
 	uint64_t len, fd_offset;
 	int fd;				/* a duplicate the caller closes */

@@ -35,8 +35,8 @@
  * Caveats (docs/emu.md, odpemu.h): the move copies then remaps, so a write another
  * thread makes to any byte of the page-rounded range between the copy and the remap is
  * lost (malloc'd buffers share pages with their neighbours: pin page-aligned buffers in
- * threaded programs); fork children share the moved pages (MAP_SHARED) instead of
- * getting copies. One global lock serialises moves.
+ * threaded programs); a fork child gets private copies of the moved pages (pin_fork.c).
+ * One global lock serialises moves.
  */
 #include <dirent.h>
 #include <fcntl.h>

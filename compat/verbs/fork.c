@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Fork support as rdma-core: ibv_fork_init (or RDMAV_FORK_SAFE / IBV_FORK_SAFE in the
  * environment) before the first registration makes pinned ranges MADV_DONTFORK, so a
- * child never shares pages the daemon reaches. odpemu pins by moving pages into shared
- * memory, which a child would share rather than copy: fork is therefore not "unneeded"
- * here even on kernels with copy-on-fork for pinned pages. What a child inherits of an
- * open device is unusable there (libodpemu's lib/fork.c). */
+ * child never has pages the daemon reaches. Without it, the child gets private copies of
+ * pinned pages, as Linux 5.13+ gives (libodpemu's lib/pin_fork.c); rdma-core would then
+ * report IBV_FORK_UNNEEDED, this keeps reporting DISABLED/ENABLED as before. What a
+ * child inherits of an open device is unusable there (libodpemu's lib/fork.c). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

@@ -628,6 +628,53 @@ static void small_verbs(struct ibv_mr *lmr, struct ibv_cq *cq)
 	T_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS, "mult_to_ibv_rate");
 }
 
+/* fork: the child gets its own copy of pinned memory, as Linux 5.13+ gives with rdma-core
+ * (odpemu pins by moving pages into shared memory: without a copy a child's malloc and
+ * writes would land in the parent's heap). A malloc'd buffer, sharing its page with the
+ * heap, pinned on side 1; the child writes it and churns the heap; the parent's bytes stay,
+ * and side 0's RDMA WRITE still lands in the parent's. */
+static void fork_copy(uint8_t *lbuf, struct ibv_mr *lmr)
+{
+	uint8_t *b = malloc(256);
+	struct ibv_mr *mr;
+	struct ibv_sge sge = { (uintptr_t)lbuf, 256, lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	int st = -1;
+	bool same = true;
+	pid_t pid;
+
+	if (!b || !(mr = ibv_reg_mr(s[1].pd, b, 256, ACCESS))) {
+		T_CHECK(0, "a pinned MR over malloc'd memory: %m");
+		free(b);
+		return;
+	}
+	memset(b, 'p', 256);
+	pid = fork();
+	if (pid == 0) {
+		bool seen = b[0] == 'p' && b[255] == 'p';
+
+		memset(b, 'c', 256);
+		for (int i = 1; i < 2000; i++)
+			free(malloc((size_t)i * 8));
+		_exit(seen ? 0 : 1);
+	}
+	T_CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st),
+		"the child saw the parent's bytes and exited (status %d)", st);
+	for (int i = 0; i < 256; i++)
+		same &= b[i] == 'p';
+	T_CHECK(same, "the child's writes stayed in the child");
+	memset(lbuf, 'w', 256);
+	wr.wr.rdma.remote_addr = (uintptr_t)b;
+	wr.wr.rdma.rkey = mr->rkey;
+	T_EQ(ibv_post_send(s[0].qp, &wr, &bad), 0, "RDMA WRITE into the pinned buffer");
+	T_EQ(wait_wc(s[0].cq, &wc), IBV_WC_SUCCESS, "completes");
+	T_CHECK(b[0] == 'w' && b[255] == 'w', "and lands in the parent's pages");
+	ibv_dereg_mr(mr);
+	free(b);
+}
+
 static int setup(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -680,6 +727,7 @@ int main(void)
 		ibv_dereg_mr(m0);
 		ibv_dereg_mr(m1);
 	}
+	fork_copy(lbuf, lmr);
 	small_verbs(lmr, s[0].cq);
 	event_fds();
 	decoherence();
