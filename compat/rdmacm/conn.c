@@ -579,6 +579,11 @@ CMA_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *cid, struct ibv_qp_attr *qp_
 				IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 		return 0;
 	case IBV_QPS_RTS:
+		/* A program's own QP goes to RTS before rdma_accept (rdma-core's test_rdmacm
+		 * external QP): the PSN it starts at is the one accept will then offer in the
+		 * REP, as the kernel's CM picks it once per ID. */
+		if (!id->psn)
+			id->psn = random_psn();
 		*qp_attr = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = id->psn,
 			.timeout = id->ack_timeout, .retry_cnt = id->retry,
 			.rnr_retry = id->rnr_retry, .max_rd_atomic = cap_rd(id->init_depth) };
