@@ -7,6 +7,7 @@
 #ifndef ODPEMU_TESTS_CONFORMANCE_H
 #define ODPEMU_TESTS_CONFORMANCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum conf_outcome { CONF_PASS, CONF_SKIP, CONF_FAIL, CONF_ERROR, CONF_OUTCOMES };
@@ -31,8 +32,10 @@ void conf_parse(const char *out, struct conf_results *r);
 void conf_free(struct conf_results *r);
 const char *conf_outcome_name(enum conf_outcome o);
 
-/* Check every result (T_CHECK) and print the counts per outcome and per skip reason. */
-void conf_judge(const struct conf_results *r);
+/* Check every result (T_CHECK) and print the counts per outcome and per skip reason.
+ * sysfs: the suite saw odpemu-run's sysfs view (without one, tests that need a device's
+ * net interface may skip). */
+void conf_judge(const struct conf_results *r, bool sysfs);
 
 /* As root: at least CONF_HUGEPAGES free 2 MiB pages for the run (test_odp, test_mr and
  * test_parent_domain map some), the old count put back after. Not root: nothing (the
