@@ -446,6 +446,32 @@ static int op_restore_mr(struct emu_req *r)
 	return ok(r, NULL, 0);
 }
 
+/* IPC_MR_SWAP_KEYS: two MRs of the session trade keys (ibv_rereg_mr keeps them: the
+ * library registers the new translation, PD or access, swaps, and deregisters the old).
+ * Leased MRs are refused: their lease follows the pages, not the key. */
+static int op_mr_swap_keys(struct emu_req *r)
+{
+	const struct ipc_mr_swap_req *q = r->body;
+	struct emu_obj *a = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_MR), *b;
+	struct ipc_reg_mr_rep rep = { 0 };
+
+	if (r->len != sizeof(*q))
+		return emu_reply_err(r, -EBADMSG, "MR_SWAP_KEYS body of %zu bytes", r->len);
+	b = emu_obj_get(r->s, q->other, EMU_OBJ_MR);
+	if (!a || !b || a == b)
+		return emu_reply_err(r, -EINVAL, "mr_swap_keys: MRs %u and %u are not two MRs of "
+				     "this session", r->hdr->handle, q->other);
+	if (a->u.mr.lease.on || b->u.mr.lease.on)
+		return emu_reply_err(r, -EBUSY, "mr_swap_keys: a leased MR keeps its keys");
+	if (nic_mr_swap_keys(a->u.mr.mr, b->u.mr.mr))
+		return emu_reply_err(r, -EINVAL, "mr_swap_keys: MR %u or %u is going away",
+				     a->handle, b->handle);
+	rep.handle = a->handle;
+	rep.lkey = nic_mr_lkey(a->u.mr.mr);
+	rep.rkey = nic_mr_rkey(a->u.mr.mr);
+	return ok(r, &rep, sizeof(rep));
+}
+
 /* The MR of this session whose lkey is `lkey` (nic/'s key table: O(1)). */
 static struct emu_obj *mr_by_lkey(struct emu_session *s, uint32_t lkey)
 {
@@ -652,6 +678,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_QUERY_PORT] = op_query_port, [IPC_ALLOC_PD] = op_alloc_pd,
 		[IPC_DEALLOC_PD] = op_dealloc_pd, [IPC_REG_MR] = op_reg_mr,
 		[IPC_DEREG_MR] = op_dereg_mr, [IPC_RESTORE_MR] = op_restore_mr, [IPC_ADVISE_MR] = op_advise_mr,
+		[IPC_MR_SWAP_KEYS] = op_mr_swap_keys,
 		[IPC_CREATE_CHANNEL] = op_create_channel,
 		[IPC_DESTROY_CHANNEL] = op_destroy_channel, [IPC_CREATE_CQ] = op_create_cq,
 		[IPC_DESTROY_CQ] = op_destroy_cq, [IPC_CREATE_SRQ] = emu_op_create_srq,

@@ -64,7 +64,7 @@
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
-	X(UNSUPERVISE, 39)
+	X(UNSUPERVISE, 39) X(MR_SWAP_KEYS, 40)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -260,6 +260,11 @@ struct ipc_reg_mr_req {
 struct ipc_reg_mr_rep {
 	uint32_t handle, lkey, rkey;
 	uint32_t pad;
+};
+/* MR_SWAP_KEYS, handle: an MR; it and `other` trade keys (ibv_rereg_mr). Reply: the
+ * handle's MR's new keys (struct ipc_reg_mr_rep, handle = the request's). */
+struct ipc_mr_swap_req {
+	uint32_t other, pad;
 };
 struct ipc_advise_req {			/* handle: PD */
 	uint32_t advice;		/* enum odpemu_advise_mr_advice */

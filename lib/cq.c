@@ -152,6 +152,14 @@ ODPEMU_EXPORT int odpemu_destroy_cq(struct odpemu_cq *pub)
 
 /* ---- poll ---- */
 
+static bool cleaned(const void *slot)
+{
+	uint32_t opcode;
+
+	memcpy(&opcode, (const char *)slot + offsetof(struct ipc_cqe, opcode), sizeof(opcode));
+	return opcode == LIB_CQE_CLEANED;
+}
+
 static void cqe_to_wc(const void *slot, struct odpemu_wc *wc)
 {
 	struct ipc_cqe e;
@@ -204,7 +212,7 @@ static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc,
 	struct lib_cq *cq = (struct lib_cq *)pub;
 	struct lib_context *c;
 	bool probe = false, yield;
-	uint32_t prod;
+	uint32_t prod, start;
 	int n = 0;
 
 	if (!pub || num_entries < 0) {	/* API misuse */
@@ -223,9 +231,14 @@ static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc,
 	pthread_spin_lock(&cq->lock);
 	/* acquire: the daemon wrote the slots before it published prod */
 	prod = atomic_load_explicit(&cq->ring.hdr->prod, memory_order_acquire);
+	start = cq->ring.head;
 	while (n < num_entries && cq->ring.head != prod) {
 		const void *slot = lib_ring_slot(&cq->ring, cq->ring.head);
 
+		if (cleaned(slot)) {	/* its QP was reset: cq_clean.c */
+			cq->ring.head++;
+			continue;
+		}
 		cqe_to_wc(slot, &wc[n]);
 		if (ts)
 			memcpy(&ts[n], (const char *)slot + offsetof(struct ipc_cqe, ts_ns),
@@ -233,7 +246,8 @@ static int poll_cq(struct odpemu_cq *pub, int num_entries, struct odpemu_wc *wc,
 		n++;
 		cq->ring.head++;
 	}
-	if (n)	/* release: our reads of the slots are done before the daemon reuses them */
+	if (cq->ring.head != start)	/* release: our reads of the slots are done before the
+					 * daemon reuses them */
 		atomic_store_explicit(&cq->ring.hdr->cons, cq->ring.head, memory_order_release);
 	else
 		probe = ++cq->empty_polls % LIVE_CHECK_POLLS == 0;

@@ -221,6 +221,12 @@ struct lib_cq {
 	uint32_t empty_polls;
 };
 
+/* The opcode of a CQE dropped by lib_cq_clean_qp: poll_cq passes over it. */
+#define LIB_CQE_CLEANED UINT32_MAX
+/* At a QP's reset: its completions not yet polled leave its CQs (cq_clean.c). */
+struct lib_qp;
+void lib_cq_clean_qp(struct lib_qp *qp);
+
 /* A work queue the library produces into (SQ, RQ, SRQ). */
 struct lib_wq {
 	pthread_spinlock_t lock;	/* posters */

@@ -269,6 +269,26 @@ ODPEMU_EXPORT int odpemu_dereg_mr(struct odpemu_mr *pub)
 	return 0;
 }
 
+ODPEMU_EXPORT int odpemu_mr_swap_keys(struct odpemu_mr *pub, struct odpemu_mr *old)
+{
+	struct ipc_mr_swap_req q = { .other = old ? old->handle : 0 };
+	struct ipc_reg_mr_rep rep;
+	struct lib_call call = { .op = IPC_MR_SWAP_KEYS, .req = &q, .req_len = sizeof(q),
+				 .rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep) };
+	int rc;
+
+	if (!pub || !old || pub == old || pub->context != old->context)
+		return lib_fail(EINVAL);
+	call.handle = pub->handle;
+	if ((rc = lib_call(lib_ctx(pub->context), &call)))
+		return lib_fail(-rc);
+	old->lkey = pub->lkey;
+	old->rkey = pub->rkey;
+	pub->lkey = rep.lkey;
+	pub->rkey = rep.rkey;
+	return 0;
+}
+
 ODPEMU_EXPORT int odpemu_restore_mr(struct odpemu_mr *pub)
 {
 	struct lib_mr *mr = (struct lib_mr *)pub;

@@ -175,6 +175,8 @@ ODPEMU_EXPORT int odpemu_modify_qp(struct odpemu_qp *pub, struct odpemu_qp_attr 
 	if (rc)
 		return lib_fail(-rc);
 	set_state(qp, rep.qp_state);
+	if ((attr_mask & ODPEMU_QP_STATE) && attr->qp_state == ODPEMU_QPS_RESET)
+		lib_cq_clean_qp(qp);
 	return 0;
 }
 

@@ -196,6 +196,28 @@ struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key)
 	return mr && mr->key == key && !mr->dead ? mr : NULL;
 }
 
+/* rereg keeps the keys on rxe and mlx5 (rdma-core's test_mr_rereg_* exchange the rkey
+ * before and use it after): the new registration takes the old one's key and slot, the old
+ * one the new's, and the caller then deregisters the old. A packet with the key reaches the
+ * new MR from here on; a WRITE in progress under it sees another MR and stops, as a
+ * message that outlives its MR does (resp.c). */
+int nic_mr_swap_keys(struct nic_mr *a, struct nic_mr *b)
+{
+	struct nic *nic;
+	uint32_t key;
+
+	if (!a || !b || a == b || a->dead || b->dead || !a->pd || !b->pd ||
+	    a->pd->nic != b->pd->nic)
+		return -EINVAL;
+	nic = a->pd->nic;
+	nic->mr_slot[a->key >> 8] = b;
+	nic->mr_slot[b->key >> 8] = a;
+	key = a->key;
+	a->key = b->key;
+	b->key = key;
+	return 0;
+}
+
 uint32_t nic_mr_lkey(const struct nic_mr *mr) { return mr->key; }
 uint32_t nic_mr_rkey(const struct nic_mr *mr) { return mr->key; }
 struct iopt *nic_mr_iopt(const struct nic_mr *mr) { return mr->iopt; }

@@ -204,6 +204,9 @@ const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *ini
 /* Safe while traffic is in flight: the MR's keys stop matching at once; DMAs already
  * translating finish first (the IOPT fence); packets that find the key gone are NAKed. */
 int nic_mr_dereg(struct nic_mr *mr);
+/* ibv_rereg_mr keeping the keys: a and b (live MRs of one device) trade keys and slots.
+ * 0 or -EINVAL. */
+int nic_mr_swap_keys(struct nic_mr *a, struct nic_mr *b);
 uint32_t nic_mr_lkey(const struct nic_mr *mr);
 uint32_t nic_mr_rkey(const struct nic_mr *mr);
 /* ibv_advise_mr on [va, va+len): advice is an enum odpemu_advise_mr_advice. Queues the

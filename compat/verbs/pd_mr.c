@@ -191,8 +191,10 @@ CV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /* rdma-core's contract: 0, or a negative ibv_rereg_mr_err_code with errno set. The new
- * registration is made before the old one goes, so a failure leaves the MR as it was;
- * like most providers, the keys change. */
+ * registration is made before the old one goes, so a failure leaves the MR as it was.
+ * The keys stay, as on rxe and mlx5 (peers keep using the rkey they were given: rdma-core's
+ * test_mr_rereg_*): the new registration takes the old one's keys before the old one goes.
+ * A leased MR (odpemu's ODPEMU_IBV_ACCESS_LEASE) gets new keys instead. */
 CV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t length, int access)
 {
@@ -216,6 +218,13 @@ CV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	}
 	if (!(now = reg(new_pd, addr, length, (uintptr_t)addr, new_access)))
 		return IBV_REREG_MR_ERR_INPUT;
+	if (odpemu_mr_swap_keys(now, old) && errno != EBUSY) {
+		int err = errno;
+
+		unreg(now, new_access);
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	pthread_mutex_lock(&cv_ctx(mr->context)->lock);
 	m->odp = now;
 	m->access = new_access;

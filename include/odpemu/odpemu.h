@@ -182,6 +182,10 @@ struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length,
 /* Safe while traffic is in flight (its keys stop matching at once). Pinned MRs leave the
  * process's pages as they are (shared with nobody once the daemon lets go). */
 int odpemu_dereg_mr(struct odpemu_mr *mr);
+/* ibv_rereg_mr keeping the keys, as rxe and mlx5 do: register the new range, PD or access
+ * as `mr`, then have it trade keys with the old MR `old` and deregister `old`. Both must
+ * be MRs of one context; leased MRs keep theirs (EBUSY). 0 or errno (EINVAL). */
+int odpemu_mr_swap_keys(struct odpemu_mr *mr, struct odpemu_mr *old);
 
 /* ---- MR leases (docs/regcache.md) ----
  * ODPEMU_ACCESS_LEASE on a pinned registration (not with ON_DEMAND: EINVAL) adds a lease
