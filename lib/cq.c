@@ -171,8 +171,10 @@ static int attach_resized(struct lib_cq *cq, struct lib_ring *r, void *map,
 }
 
 /* Called with cq->lock held: no poller reads the old ring after the daemon stopped
- * producing into it, none reads the new one before it is attached. */
-static int resize_locked(struct lib_context *c, struct lib_cq *cq, int cqe)
+ * producing into it, none reads the new one before it is attached. The old mapping goes
+ * to *old_map, *old_len for the caller to unmap after unlocking. */
+static int resize_locked(struct lib_context *c, struct lib_cq *cq, int cqe, void **old_map,
+			 size_t *old_len)
 {
 	struct ipc_resize_cq_req req = { .cqe = (uint32_t)cqe };
 	struct ipc_create_cq_rep rep;
@@ -195,7 +197,8 @@ static int resize_locked(struct lib_context *c, struct lib_cq *cq, int cqe)
 			      strerror(-rc));
 		return rc;
 	}
-	munmap(cq->map, cq->map_len);
+	*old_map = cq->map;
+	*old_len = cq->map_len;
 	cq->ring = r;
 	cq->map = map;
 	cq->map_len = rep.map_len;
@@ -204,11 +207,13 @@ static int resize_locked(struct lib_context *c, struct lib_cq *cq, int cqe)
 }
 
 /* A resize is rare and short (one request): pollers of this CQ spin on its lock meanwhile,
- * as they would on a poll of another thread. */
+ * as they would behind a poll of another thread. */
 ODPEMU_EXPORT int odpemu_resize_cq(struct odpemu_cq *pub, int cqe)
 {
 	struct lib_cq *cq = (struct lib_cq *)pub;
 	struct lib_context *c;
+	void *old_map = NULL;
+	size_t old_len = 0;
 	int rc;
 
 	if (!pub || cqe < 1)
@@ -217,9 +222,12 @@ ODPEMU_EXPORT int odpemu_resize_cq(struct odpemu_cq *pub, int cqe)
 	if (lib_forked(c))	/* the CQ is the parent's (fork.c) */
 		return lib_fail(ENODEV);
 	pthread_spin_lock(&cq->lock);
-	rc = resize_locked(c, cq, cqe);
+	rc = resize_locked(c, cq, cqe, &old_map, &old_len);
 	pthread_spin_unlock(&cq->lock);
-	return rc ? lib_fail(-rc) : 0;
+	if (rc)
+		return lib_fail(-rc);
+	munmap(old_map, old_len);
+	return 0;
 }
 
 /* ---- poll ---- */
