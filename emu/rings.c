@@ -440,10 +440,10 @@ static void copy_cq_hdr_state(struct ipc_ring *to, struct ipc_ring *from)
 #undef COPY_
 }
 
-void emu_cq_ring_move(struct emu_obj *cq, void *base, uint32_t size)
+void emu_cq_ring_move(struct emu_obj *cq, void *base, uint32_t size, uint32_t pending)
 {
 	struct emu_ring *old = &cq->u.cq.ring, nr;
-	uint32_t pending = emu_cq_pending(cq), first = old->idx - pending;
+	uint32_t first = old->idx - pending;
 
 	emu_ring_setup(&nr, base, 0, size, old->slot);
 	/* Same indices in the new ring: pending <= size, so no two land in one slot. */

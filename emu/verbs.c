@@ -576,7 +576,7 @@ static int op_resize_cq(struct emu_req *r)
 	size = ipc_pow2(q->cqe);
 	if ((rc = emu_ring_map(o, ipc_ring_bytes(size, ipc_cq_slot()), &fd)))
 		return emu_reply_host_err(r, "resize_cq", "its new ring", rc);
-	emu_cq_ring_move(o, o->map, size);
+	emu_cq_ring_move(o, o->map, size, pending);
 	munmap(old_map, old_len);
 	rep.handle = o->handle;
 	rep.cqe = size;

@@ -341,7 +341,9 @@ struct ipc_create_cq_rep {
  * client's head stays valid; the arm counters come along) and from then on produces
  * into it only. The client must not consume from the old ring while the request is out
  * (the library holds the CQ's poll lock): it maps the new ring and unmaps the old one.
- * -EINVAL: cqe 0, above max_cqe, or below the completions waiting in the ring.
+ * Work posted on the CQ's QPs before the request is taken first: what it completed
+ * counts as waiting. -EINVAL: cqe 0, above max_cqe, or below the completions waiting;
+ * -EPROTO: the ring's cons is ahead of its prod.
  * Reply fd: the new ring memfd; reply body: struct ipc_create_cq_rep (handle: the CQ). */
 struct ipc_resize_cq_req {
 	uint32_t cqe;
