@@ -331,6 +331,13 @@ static bool drain_all(struct emu_session *s, bool arms)
 	return work;
 }
 
+void emu_cq_take_posted(struct emu_obj *cq)
+{
+	emu_for_each_obj(qp, cq->s, EMU_OBJ_QP)
+		if (qp->u.qp.send_cq == cq || qp->u.qp.recv_cq == cq)
+			drain_obj(qp);
+}
+
 bool emu_rings_drain(struct emu_daemon *d)
 {
 	bool work = false;
@@ -410,6 +417,44 @@ bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc)
 	/* release: the slot is written before the client can see prod cover it */
 	atomic_store_explicit(&r->hdr->prod, r->idx, memory_order_release);
 	return true;
+}
+
+uint32_t emu_cq_pending(const struct emu_obj *cq)
+{
+	const struct emu_ring *r = &cq->u.cq.ring;
+	uint32_t n = r->idx - atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
+
+	return n > r->size ? UINT32_MAX : n;
+}
+
+/* The client's half of the header (arm requests) and ours (arm taken, overflow), so an
+ * arm the client made before the resize is neither lost nor taken twice. */
+static void copy_cq_hdr_state(struct ipc_ring *to, struct ipc_ring *from)
+{
+#define COPY_(f) atomic_store_explicit(&to->f, atomic_load_explicit(&from->f, \
+			memory_order_acquire), memory_order_relaxed)
+	COPY_(arm_seq);
+	COPY_(arm_solicited);
+	COPY_(arm_done);
+	COPY_(overflow);
+#undef COPY_
+}
+
+void emu_cq_ring_move(struct emu_obj *cq, void *base, uint32_t size, uint32_t pending)
+{
+	struct emu_ring *old = &cq->u.cq.ring, nr;
+	uint32_t first = old->idx - pending;
+
+	emu_ring_setup(&nr, base, 0, size, old->slot);
+	/* Same indices in the new ring: pending <= size, so no two land in one slot. */
+	for (uint32_t i = first; i != old->idx; i++)
+		memcpy(slot_at(&nr, i), slot_at(old, i), old->slot);
+	nr.idx = old->idx;
+	copy_cq_hdr_state(nr.hdr, old->hdr);
+	atomic_store_explicit(&nr.hdr->cons, first, memory_order_relaxed);
+	/* release: the slots and counters are in place before prod covers them */
+	atomic_store_explicit(&nr.hdr->prod, nr.idx, memory_order_release);
+	*old = nr;
 }
 
 void emu_cq_notify_later(struct emu_obj *cq)

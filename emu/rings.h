@@ -59,6 +59,18 @@ void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, 
 bool emu_rings_drain(struct emu_daemon *d);
 /* ports.cq_write of the CQ object cq: false when its ring is full. */
 bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc);
+/* Take what the client posted on the QPs that complete into cq (a CQ is its session's):
+ * the completions that work earns on the way out (a UD or UC send completes as it is sent)
+ * are then in the ring, as a NIC has made them by the time its driver is asked. */
+void emu_cq_take_posted(struct emu_obj *cq);
+/* Completions in cq's ring the client has not consumed: UINT32_MAX when its consumer
+ * index claims more than was produced (a client's lie). */
+uint32_t emu_cq_pending(const struct emu_obj *cq);
+/* Move cq's ring into a new mapping base of size slots: the pending (<= size, the count
+ * emu_cq_pending gave, not read again: the client may move cons meanwhile) completions
+ * waiting keep their indices, the arm counters come along, and from here on emu_cq_write
+ * produces into the new ring only. The caller unmaps the old one. */
+void emu_cq_ring_move(struct emu_obj *cq, void *base, uint32_t size, uint32_t pending);
 /* ports.cq_notify of the CQ object cq: its notification goes out with the round's CQ
  * service (its completion is in the ring already). */
 void emu_cq_notify_later(struct emu_obj *cq);

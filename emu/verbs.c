@@ -571,6 +571,45 @@ static int op_create_cq(struct emu_req *r)
 	return ok_fd(r, &rep, sizeof(rep), fd);
 }
 
+/* ibv_resize_cq (rxe_cq_chk_attr's rules): a new ring, the waiting completions moved into
+ * it; the old ring is unmapped here at once (the client unmaps its own mapping). */
+static int op_resize_cq(struct emu_req *r)
+{
+	const struct ipc_resize_cq_req *q = r->body;
+	struct ipc_create_cq_rep rep = { 0 };
+	uint32_t max = nic_attr(r->s->d->nic)->max_cqe, size, pending;
+	struct emu_obj *o;
+	void *old_map;
+	size_t old_len;
+	int rc, fd;
+
+	EMU_WANT_BODY(r, struct ipc_resize_cq_req);
+	if (!(o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_CQ)))
+		return emu_reply_err(r, -ENOENT, "resize_cq: no CQ %u", r->hdr->handle);
+	if (!q->cqe || q->cqe > max)
+		return emu_reply_err(r, -EINVAL, "resize_cq: cqe %u not in 1..%u", q->cqe, max);
+	/* Posted before this request: what it completed counts as waiting (rdma-core's
+	 * test_resize_cq posts UD sends, then shrinks below them and wants EINVAL). */
+	emu_cq_take_posted(o);
+	if ((pending = emu_cq_pending(o)) == UINT32_MAX)
+		return emu_reply_err(r, -EPROTO, "resize_cq: the ring's consumer index is ahead "
+				     "of its producer");
+	if (q->cqe < pending)
+		return emu_reply_err(r, -EINVAL, "resize_cq: cqe %u below the %u completions "
+				     "waiting: poll them first", q->cqe, pending);
+	old_map = o->map;
+	old_len = o->map_len;
+	size = ipc_pow2(q->cqe);
+	if ((rc = emu_ring_map(o, ipc_ring_bytes(size, ipc_cq_slot()), &fd)))
+		return emu_reply_host_err(r, "resize_cq", "its new ring", rc);
+	emu_cq_ring_move(o, o->map, size, pending);
+	munmap(old_map, old_len);
+	rep.handle = o->handle;
+	rep.cqe = size;
+	rep.map_len = (uint32_t)o->map_len;
+	return ok_fd(r, &rep, sizeof(rep), fd);
+}
+
 /* ---- injection ---- */
 
 static int op_inject(struct emu_req *r)
@@ -681,7 +720,8 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_MR_SWAP_KEYS] = op_mr_swap_keys,
 		[IPC_CREATE_CHANNEL] = op_create_channel,
 		[IPC_DESTROY_CHANNEL] = op_destroy_channel, [IPC_CREATE_CQ] = op_create_cq,
-		[IPC_DESTROY_CQ] = op_destroy_cq, [IPC_CREATE_SRQ] = emu_op_create_srq,
+		[IPC_DESTROY_CQ] = op_destroy_cq, [IPC_RESIZE_CQ] = op_resize_cq,
+		[IPC_CREATE_SRQ] = emu_op_create_srq,
 		[IPC_MODIFY_SRQ] = emu_op_modify_srq, [IPC_DESTROY_SRQ] = emu_op_destroy_srq,
 		[IPC_CREATE_QP] = emu_op_create_qp, [IPC_MODIFY_QP] = emu_op_modify_qp,
 		[IPC_QUERY_QP] = emu_op_query_qp, [IPC_DESTROY_QP] = emu_op_destroy_qp,

@@ -38,9 +38,10 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		6	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		7	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
-					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY) */
+					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
+					 * 7: RESIZE_CQ, MR_SWAP_KEYS */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -64,7 +65,7 @@
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
-	X(UNSUPERVISE, 39) X(MR_SWAP_KEYS, 40)
+	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -339,6 +340,19 @@ struct ipc_create_cq_req {
 struct ipc_create_cq_rep {
 	uint32_t handle, cqe;		/* cqe: entries actually allocated */
 	uint32_t map_len, pad;
+};
+/* RESIZE_CQ, handle: the CQ. The daemon makes a ring of at least cqe slots, moves the
+ * completions the client has not consumed into it (same free-running indices, so the
+ * client's head stays valid; the arm counters come along) and from then on produces
+ * into it only. The client must not consume from the old ring while the request is out
+ * (the library holds the CQ's poll lock): it maps the new ring and unmaps the old one.
+ * Work posted on the CQ's QPs before the request is taken first: what it completed
+ * counts as waiting. -EINVAL: cqe 0, above max_cqe, or below the completions waiting;
+ * -EPROTO: the ring's cons is ahead of its prod.
+ * Reply fd: the new ring memfd; reply body: struct ipc_create_cq_rep (handle: the CQ). */
+struct ipc_resize_cq_req {
+	uint32_t cqe;
+	uint32_t pad;
 };
 /* CREATE_CHANNEL reply fd: the channel pipe's read end. */
 struct ipc_cq_event {

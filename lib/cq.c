@@ -150,6 +150,86 @@ ODPEMU_EXPORT int odpemu_destroy_cq(struct odpemu_cq *pub)
 	return 0;
 }
 
+/* ---- resize ---- */
+
+/* The daemon's new ring, checked and attached to r with the consumer head carried over
+ * (the daemon kept every waiting completion at its index). 0 or -errno; map is unmapped
+ * on failure. */
+static int attach_resized(struct lib_cq *cq, struct lib_ring *r, void *map,
+			  const struct ipc_create_cq_rep *rep)
+{
+	int rc = lib_ring_attach(r, map, rep->map_len, 0, 0, ipc_cq_slot());
+
+	if (!rc && r->size < rep->cqe)
+		rc = -EPROTO;
+	if (rc) {
+		munmap(map, rep->map_len);
+		return rc;
+	}
+	r->head = cq->ring.head;
+	return 0;
+}
+
+/* Called with cq->lock held: no poller reads the old ring after the daemon stopped
+ * producing into it, none reads the new one before it is attached. The old mapping goes
+ * to *old_map, *old_len for the caller to unmap after unlocking. */
+static int resize_locked(struct lib_context *c, struct lib_cq *cq, int cqe, void **old_map,
+			 size_t *old_len)
+{
+	struct ipc_resize_cq_req req = { .cqe = (uint32_t)cqe };
+	struct ipc_create_cq_rep rep;
+	struct lib_ring r;
+	void *map;
+	int fd, rc;
+	struct lib_call call = {
+		.op = IPC_RESIZE_CQ, .handle = cq->pub.handle, .req = &req, .req_len = sizeof(req),
+		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep), .rfds = &fd, .nrfds = 1,
+	};
+
+	if ((rc = lib_call(c, &call)))
+		return rc;	/* nothing changed: the old ring is still the CQ's */
+	map = lib_map_fd(fd, rep.map_len, &rc);
+	if (!rc)
+		rc = attach_resized(cq, &r, map, &rep);
+	if (rc) {	/* the daemon already moved on to the ring we cannot use */
+		lib_set_error(c, "resize_cq: the new ring of CQ %u cannot be used (%s); it "
+			      "receives no more completions: destroy it", cq->pub.handle,
+			      strerror(-rc));
+		return rc;
+	}
+	*old_map = cq->map;
+	*old_len = cq->map_len;
+	cq->ring = r;
+	cq->map = map;
+	cq->map_len = rep.map_len;
+	cq->pub.cqe = (int)rep.cqe;
+	return 0;
+}
+
+/* A resize is rare and short (one request): pollers of this CQ spin on its lock meanwhile,
+ * as they would behind a poll of another thread. */
+ODPEMU_EXPORT int odpemu_resize_cq(struct odpemu_cq *pub, int cqe)
+{
+	struct lib_cq *cq = (struct lib_cq *)pub;
+	struct lib_context *c;
+	void *old_map = NULL;
+	size_t old_len = 0;
+	int rc;
+
+	if (!pub || cqe < 1)
+		return lib_fail(EINVAL);
+	c = lib_ctx(pub->context);
+	if (lib_forked(c))	/* the CQ is the parent's (fork.c) */
+		return lib_fail(ENODEV);
+	pthread_spin_lock(&cq->lock);
+	rc = resize_locked(c, cq, cqe, &old_map, &old_len);
+	pthread_spin_unlock(&cq->lock);
+	if (rc)
+		return lib_fail(-rc);
+	munmap(old_map, old_len);
+	return 0;
+}
+
 /* ---- poll ---- */
 
 static bool cleaned(const void *slot)

@@ -129,14 +129,18 @@ CV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
-/* The ring was sized at creation: a resize that still fits succeeds, as rdma-core allows
- * providers to keep a larger CQ; growing beyond it is not offered. */
+/* rdma-core: 0 or an errno; cq->cqe is then the size granted (at least cqe). */
 CV_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
+	struct odpemu_cq *o;
+	int rc;
+
 	if (!cq || cqe < 1)
 		return cv_fail(EINVAL);
-	if (cqe > cv_cq(cq)->odp->cqe)
-		return cv_fail(EOPNOTSUPP);
+	o = cv_cq(cq)->odp;
+	if ((rc = odpemu_resize_cq(o, cqe)))
+		return rc;
+	cq->cqe = o->cqe;
 	return 0;
 }
 

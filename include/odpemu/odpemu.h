@@ -254,6 +254,12 @@ struct odpemu_cq *odpemu_create_cq(struct odpemu_context *context, int cqe, void
 				   struct odpemu_comp_channel *channel, int comp_vector);
 /* EBUSY while a QP uses it. Unacknowledged CQ events make this wait, as ibv_destroy_cq. */
 int odpemu_destroy_cq(struct odpemu_cq *cq);
+/* ibv_resize_cq: grow or shrink cq to at least cqe entries (cq->cqe then says how many).
+ * Completions not yet polled stay, in order; an armed notification and the completion
+ * channel keep working. Do not poll cq from another thread meanwhile expecting progress:
+ * pollers wait for the resize. 0, or an errno (also in errno): EINVAL (cqe < 1, above
+ * max_cqe, or below the completions waiting in cq), ENOMEM, ENODEV (daemon gone). */
+int odpemu_resize_cq(struct odpemu_cq *cq, int cqe);
 
 enum odpemu_wc_flags {
 	ODPEMU_WC_GRH = 1 << 0,

@@ -11,6 +11,7 @@
  *  - verbs outside the model refused, never crashing: MW, XRC, dmabuf, CVLAN CQ fields;
  *  - the ibv_qp_ex API (WRITE, ATOMIC_WRITE, FLUSH with odpemu/verbs_ext.h) and the
  *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
+ *  - ibv_resize_cq with completions waiting, on an ibv_create_cq_ex CQ with a channel;
  *  - event fds: EAGAIN when non-blocking and empty, EINTR when a signal interrupts;
  *  - MR decoherence as an async event; the mapping-change notifier through
  *    odpemu_ibv_watch_create; a leased MR broken, acknowledged and restored
@@ -335,7 +336,7 @@ static void extended_api(uint8_t *lbuf, struct ibv_mr *lmr, uint8_t *rbuf, struc
 	struct ibv_poll_cq_attr pa = { 0 };
 	uint64_t word = 0x0123456789abcdefull, ts[3] = { 0 };
 	struct ibv_qp_ex *qpx;
-	struct ibv_qp *qp, *peer;
+	struct ibv_qp *qp, *peer = NULL;
 	int n = 0, rc;
 
 	T_CHECK(cqx != NULL, "create_cq_ex with timestamps: %m");
@@ -653,8 +654,10 @@ static void small_verbs(struct ibv_mr *lmr, struct ibv_cq *cq)
 	     "rereg back");
 	T_EQ(ibv_rereg_mr(lmr, 0x80, NULL, NULL, 0, ACCESS), IBV_REREG_MR_ERR_INPUT,
 	     "rereg: unknown flag");
-	T_EQ(ibv_resize_cq(cq, 16), 0, "resize within the CQ");
-	T_EQ(ibv_resize_cq(cq, 1 << 20), EOPNOTSUPP, "resize beyond it");
+	T_EQ(ibv_resize_cq(cq, 16), 0, "resize down");
+	T_EQ(cq->cqe, 16, "cqe written back");
+	T_EQ(ibv_resize_cq(cq, 300), 0, "resize up");
+	T_EQ(cq->cqe, 512, "cqe: the size granted");
 	T_EQ(ibv_fork_init(), EINVAL, "fork_init after MRs exist: too late, as rdma-core");
 	T_EQ(ibv_is_fork_initialized(), IBV_FORK_DISABLED, "fork support off");
 	T_CHECK(!strcmp(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error"),
@@ -666,6 +669,105 @@ static void small_verbs(struct ibv_mr *lmr, struct ibv_cq *cq)
 		"node_type_str");
 	T_EQ(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125, "rate_to_mbps");
 	T_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS, "mult_to_ibv_rate");
+}
+
+/* count signalled UD SENDs of 8 bytes through ah (to a QPN nobody has: a UD send completes
+ * as it goes out), wr_id first.. */
+static int post_ud_sends(struct ibv_qp *qp, struct ibv_ah *ah, struct ibv_mr *mr, uint8_t *buf,
+			 uint64_t first, int count)
+{
+	for (int i = 0; i < count; i++) {
+		struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = first + (uint64_t)i, .sg_list = &sge,
+			.num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+			.wr.ud = { .ah = ah, .remote_qpn = 0xabcde, .remote_qkey = 0x11111111 } }, *bad;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			return -1;
+	}
+	return 0;
+}
+
+/* One event for cq on ch within 5 s, acknowledged. */
+static bool got_event(struct ibv_comp_channel *ch, struct ibv_cq *cq)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct ibv_cq *ev_cq;
+	void *ctx;
+
+	if (poll(&p, 1, 5000) != 1 || ibv_get_cq_event(ch, &ev_cq, &ctx) || ev_cq != cq)
+		return false;
+	ibv_ack_cq_events(cq, 1);
+	return true;
+}
+
+/* The completions first.. (count of them) in order through the ibv_cq_ex API, then none. */
+static void expect_wr_ids(struct ibv_cq_ex *cqx, uint64_t first, int count, const char *what)
+{
+	struct ibv_poll_cq_attr pa = { 0 };
+	int n = 0, rc;
+
+	for (int tries = 0; n < count && tries < 2000000; tries++) {
+		if ((rc = ibv_start_poll(cqx, &pa)) == ENOENT)
+			continue;
+		T_CHECK(!rc && cqx->status == IBV_WC_SUCCESS && cqx->wr_id == first + (uint64_t)n,
+			"%s: completion %d: rc %d status %d wr_id %llu", what, n, rc,
+			(int)cqx->status, (unsigned long long)cqx->wr_id);
+		if (!rc)
+			ibv_end_poll(cqx);
+		n++;
+	}
+	T_CHECK(n == count, "%s: %d completions, want %d", what, n, count);
+	T_CHECK(ibv_start_poll(cqx, &pa) == ENOENT, "%s: then none", what);
+}
+
+/* ibv_resize_cq on a CQ of ibv_create_cq_ex with a completion channel, completions waiting
+ * in it (rdma-core's test_resize_cq, rxe_cq_chk_attr's rules): they survive a grow and a
+ * shrink in order, a shrink below them and a size beyond max_cqe are EINVAL, new ones land
+ * and events keep firing. UD sends complete as they go out, and the daemon takes what was
+ * posted before it counts the completions waiting: no sleeps. */
+static void resize_cq(uint8_t *buf, struct ibv_mr *mr)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(s[0].ctx);
+	struct ibv_cq_init_attr_ex a = { .cqe = 4, .channel = ch, .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct ibv_cq_ex *cqx = ch ? ibv_create_cq_ex(s[0].ctx, &a) : NULL;
+	struct side x = { .ctx = s[0].ctx, .pd = s[0].pd, .cq = cqx ? ibv_cq_ex_to_cq(cqx) : NULL };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+		.grh = { .dgid = s[1].gid, .sgid_index = GID_IDX, .hop_limit = 1 } };
+	struct ibv_ah *ah = ibv_create_ah(s[0].pd, &aa);
+	struct ibv_qp *qp = x.cq ? ud_qp(&x) : NULL;
+	struct ibv_cq *cq = x.cq;
+	struct ibv_device_attr da;
+
+	if (!qp || !ah) {
+		T_CHECK(0, "resize_cq: channel, CQ, UD QP, AH: %m");
+		return;
+	}
+	T_EQ(cq->cqe, 4, "resize_cq: created with 4");
+	T_EQ(ibv_req_notify_cq(cq, 0), 0, "arm");
+	T_EQ(post_ud_sends(qp, ah, mr, buf, 100, 3), 0, "three sends");
+	T_EQ(ibv_resize_cq(cq, 2), EINVAL, "shrink below the 3 waiting: EINVAL");
+	T_EQ(cq->cqe, 4, "a refused resize leaves cqe");
+	T_EQ(ibv_resize_cq(cq, 100), 0, "grow with 3 waiting");
+	T_EQ(cq->cqe, 128, "grown: the size granted, at least the one asked");
+	T_CHECK(got_event(ch, cq), "the event of the arm made before the resize");
+	T_EQ(post_ud_sends(qp, ah, mr, buf, 103, 2), 0, "two more sends");
+	T_EQ(ibv_resize_cq(cq, 4), EINVAL, "shrink below the 5 waiting: EINVAL");
+	T_EQ(ibv_resize_cq(cq, 5), 0, "shrink to the 5 waiting");
+	T_EQ(cq->cqe, 8, "shrunk");
+	T_EQ(ibv_query_device(s[0].ctx, &da), 0, "query_device");
+	T_EQ(ibv_resize_cq(cq, da.max_cqe + 1), EINVAL, "beyond max_cqe: EINVAL");
+	T_EQ(ibv_resize_cq(cq, 0), EINVAL, "cqe 0: EINVAL");
+	T_EQ(cq->cqe, 8, "refusals leave cqe");
+	expect_wr_ids(cqx, 100, 5, "after grow and shrink");
+	T_EQ(ibv_req_notify_cq(cq, 0), 0, "arm again");
+	T_EQ(post_ud_sends(qp, ah, mr, buf, 105, 8), 0, "eight sends fill the shrunk CQ");
+	T_CHECK(got_event(ch, cq), "an event after the resize");
+	expect_wr_ids(cqx, 105, 8, "after the resize");
+	T_EQ(ibv_destroy_qp(qp), 0, "destroy the QP");
+	ibv_destroy_ah(ah);
+	T_EQ(ibv_destroy_cq(cq), 0, "destroy the resized CQ");
+	T_EQ(ibv_destroy_comp_channel(ch), 0, "and its channel");
 }
 
 /* fork: the child gets its own copy of pinned memory, as Linux 5.13+ gives with rdma-core
@@ -769,6 +871,7 @@ int main(void)
 		ibv_dereg_mr(m1);
 	}
 	fork_copy(lbuf, lmr);
+	resize_cq(lbuf, lmr);
 	small_verbs(lmr, s[0].cq);
 	event_fds();
 	decoherence();

@@ -414,6 +414,7 @@ static int write_corpus(const char *dir)
 	static struct seed s;
 	struct ipc_hello_req hello = { IPC_VERSION, 0 };
 	struct ipc_create_cq_req cq = { 64, 0 };
+	struct ipc_resize_cq_req grow = { 100, 0 }, none = { 0, 0 };
 	struct ipc_create_srq_req srq = { 1, 16, 1, 4 };
 	struct ipc_modify_srq_req msrq = { 2, 0 };
 	struct ipc_create_qp_req qp = qp_req(ODPEMU_QPT_RC, 0);
@@ -475,6 +476,8 @@ static int write_corpus(const char *dir)
 	SEED1("destroy-channel-busy", 2, 0, IPC_DESTROY_CHANNEL, 2, NULL, 0);
 	SEED1("create-cq", 2, 0, IPC_CREATE_CQ, 0, &cq, sizeof(cq));
 	SEED1("destroy-cq-busy", 2, 0, IPC_DESTROY_CQ, 4, NULL, 0);
+	SEED1("resize-cq", 2, 0, IPC_RESIZE_CQ, 3, &grow, sizeof(grow));
+	SEED1("resize-cq-zero", 2, 0, IPC_RESIZE_CQ, 4, &none, sizeof(none));
 	SEED1("create-srq", 2, 0, IPC_CREATE_SRQ, 0, &srq, sizeof(srq));
 	SEED1("modify-srq", 2, 0, IPC_MODIFY_SRQ, 5, &msrq, sizeof(msrq));
 	SEED1("destroy-srq-busy", 2, 0, IPC_DESTROY_SRQ, 5, NULL, 0);

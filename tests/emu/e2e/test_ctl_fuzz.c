@@ -161,6 +161,30 @@ static void structured(struct h_env *e, struct odpemu_context *good)
 		request(fd, IPC_VERSION, IPC_REG_MR, 0, &mr, sizeof(mr), 0, 1, -EBADF,
 			"pinned MR backed by a device file");
 	}
+	{
+		/* RESIZE_CQ: handle 2 is the CQ (1 the PD); a resize names a CQ of this
+		 * session and a size in 1..max_cqe */
+		struct ipc_create_cq_req c = { .cqe = 8 };
+		struct ipc_resize_cq_req rz = { .cqe = 8 };
+
+		request(fd, IPC_VERSION, IPC_CREATE_CQ, 0, &c, sizeof(c), 0, 0, 0, "create_cq");
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 12345, &rz, sizeof(rz), 0, 0, -ENOENT,
+			"resize an unknown CQ");
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 1, &rz, sizeof(rz), 0, 0, -ENOENT,
+			"resize a PD");
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 2, &rz, sizeof(rz) - 4, 0, 0, -EBADMSG,
+			"resize with a short body");
+		rz.cqe = 0;
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 2, &rz, sizeof(rz), 0, 0, -EINVAL,
+			"resize to 0");
+		rz.cqe = 1u << 30;
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 2, &rz, sizeof(rz), 0, 0, -EINVAL,
+			"resize beyond max_cqe");
+		rz.cqe = 64;
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 2, &rz, sizeof(rz), 0, 0, 0, "resize");
+		request(fd, IPC_VERSION, IPC_RESIZE_CQ, 2, &rz, sizeof(rz), 0, 2, 0,
+			"resize with stray fds");
+	}
 	close(fd);
 	still_serving(good, "structured bad requests");
 }
