@@ -4,7 +4,10 @@
  * The GID table is rxe's shape: index 0 is the link-local default GID (fe80::, then the
  * node GUID as interface id, IBA 4.1.1), then the daemon's table (its sending address
  * first, then the interface's others), all reported as RoCE v2. So `-g 1` names the
- * IPv4-mapped address as it does on rxe and mlx5. */
+ * IPv4-mapped address as it does on rxe and mlx5. Like theirs, the table is longer than
+ * its entries (CV_GID_TBL_LEN): the rest are empty, which ibv_query_gid_ex answers with
+ * ENODATA and ibv_query_gid with a zero GID, as rdma-core does for an empty sysfs entry
+ * (rdma-core's test_query_gid_ex_bad_flow looks for one). */
 #include <string.h>
 
 #include "compat.h"
@@ -18,6 +21,7 @@
 #define CV_DEVICE_CAPS_EX	(IB_UVERBS_DEVICE_FLUSH_GLOBAL | \
 				 IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE)
 #define CV_PHYS_LINK_UP		5		/* ibv_devinfo: "LINK_UP" */
+#define CV_GID_TBL_LEN		32		/* entries a port reports: mlx5 256, rxe 1024 */
 
 static void device_attr(const struct odpemu_device_attr *o, struct ibv_device_attr *a)
 {
@@ -101,7 +105,8 @@ static void port_attr(const struct odpemu_port_attr *o, struct ibv_port_attr *a)
 	a->state = (enum ibv_port_state)o->state;
 	a->max_mtu = (enum ibv_mtu)o->max_mtu;
 	a->active_mtu = (enum ibv_mtu)o->active_mtu;
-	a->gid_tbl_len = o->gid_tbl_len + 1;		/* the link-local GID in front */
+	/* the link-local GID in front, empty entries after the daemon's */
+	a->gid_tbl_len = o->gid_tbl_len + 1 > CV_GID_TBL_LEN ? o->gid_tbl_len + 1 : CV_GID_TBL_LEN;
 	a->port_cap_flags = CV_PORT_CAPS;
 	a->max_msg_sz = CV_MAX_MSG;
 	a->pkey_tbl_len = 1;
@@ -139,7 +144,8 @@ CV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 			     offsetof(struct ibv_port_attr, flags) + 1);
 }
 
-/* The client's GID index into a GID: 0 or errno (EINVAL past the table). */
+/* The client's GID index into a GID: 0 or errno (ENODATA for an empty entry, EINVAL past
+ * the table). */
 static int gid_at(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
 	struct odpemu_device_attr dev;
@@ -149,7 +155,10 @@ static int gid_at(struct ibv_context *context, uint8_t port_num, int index, unio
 	if (index < 0)
 		return EINVAL;
 	if (index > 0) {
-		if ((rc = odpemu_query_gid(cv_odp(context), port_num, index - 1, &g)))
+		rc = odpemu_query_gid(cv_odp(context), port_num, index - 1, &g);
+		if (rc == EINVAL && port_num == 1 && index < CV_GID_TBL_LEN)
+			return ENODATA;
+		if (rc)
 			return rc;
 		memcpy(gid->raw, g.raw, sizeof(gid->raw));
 		return 0;
@@ -170,7 +179,11 @@ CV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int i
 
 	if (!context || !gid)
 		return cv_fail(EINVAL);
-	if ((rc = gid_at(context, port_num, index, gid)))
+	if ((rc = gid_at(context, port_num, index, gid)) == ENODATA) {
+		memset(gid, 0, sizeof(*gid));	/* an empty entry: rdma-core's answer */
+		return 0;
+	}
+	if (rc)
 		return cv_fail(rc);
 	return 0;
 }
@@ -180,12 +193,15 @@ CV_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 				 unsigned int index, enum cv_gid_type_sysfs *type)
 {
 	union ibv_gid gid;
+	int rc;
 
 	if (!context || !type || index > INT32_MAX)
 		return cv_fail(EINVAL);
-	if (gid_at(context, port_num, (int)index, &gid))
+	rc = gid_at(context, port_num, (int)index, &gid);
+	if (rc && rc != ENODATA)
 		return cv_fail(EINVAL);
-	*type = CV_GID_TYPE_SYSFS_ROCE_V2;
+	/* an empty entry: rdma-core answers IB/RoCE v1 */
+	*type = rc ? CV_GID_TYPE_SYSFS_IB_ROCE_V1 : CV_GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }
 

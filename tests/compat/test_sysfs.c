@@ -80,8 +80,13 @@ static void check_gids(const char *out, const char *dev, struct odpemu_context *
 		snprintf(rel, sizeof(rel), "ports/1/gid_attrs/ndevs/%d", i + 1);
 		check_field(out, dev, rel, p->netdev);
 	}
+	/* after them, empty entries as the kernel shows them: a zero GID, no type (the drop-in's
+	 * table has 32 entries, compat/verbs/query.c CV_GID_TBL_LEN); none past the table */
 	snprintf(rel, sizeof(rel), "ports/1/gids/%d", p->gid_tbl_len + 1);
-	check_field(out, dev, rel, "");		/* no entry past the table */
+	check_field(out, dev, rel, "0000:0000:0000:0000:0000:0000:0000:0000");
+	snprintf(rel, sizeof(rel), "ports/1/gid_attrs/types/%d", p->gid_tbl_len + 1);
+	check_field(out, dev, rel, "");
+	check_field(out, dev, "ports/1/gids/32", "");
 }
 
 /* The device's identity and port, from its daemon. */

@@ -88,6 +88,20 @@ static void device_model(struct ibv_context *c)
 	T_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET, "link layer");
 	T_EQ(p.state, IBV_PORT_ACTIVE, "port active");
 	T_CHECK(p.gid_tbl_len >= 2, "GID table: link-local and the address");
+	{	/* the last entry is empty, as on rxe and mlx5 (their tables are longer than the
+		 * addresses): a zero GID from query_gid, ENODATA from query_gid_ex */
+		union ibv_gid empty;
+		struct ibv_gid_entry e;
+
+		memset(&empty, 0xff, sizeof(empty));
+		T_CHECK(!ibv_query_gid(c, 1, p.gid_tbl_len - 1, &empty) &&
+			!empty.global.subnet_prefix && !empty.global.interface_id,
+			"an empty GID entry reads as zeros");
+		T_EQ(ibv_query_gid_ex(c, 1, (uint32_t)p.gid_tbl_len - 1, &e, 0), ENODATA,
+		     "and query_gid_ex says ENODATA");
+		T_EQ(ibv_query_gid_ex(c, 1, (uint32_t)p.gid_tbl_len, &e, 0), EINVAL,
+		     "past the table: EINVAL");
+	}
 	T_EQ(ibv_query_gid(c, 1, 0, &gid0), 0, "GID 0");
 	T_EQ(be64toh(gid0.global.subnet_prefix), 0xfe80000000000000ull, "GID 0 is link-local");
 	T_EQ(ibv_query_gid_ex(c, 1, GID_IDX, &g, 0), 0, "query_gid_ex");

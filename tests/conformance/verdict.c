@@ -56,8 +56,6 @@ static const struct gap gaps[] = {
 	  "ibv_qp_ex)" },
 	{ "Multicast is not supported", CONF_SKIP, "multicast (ibv_attach_mcast, "
 	  "rdma_join_multicast): rxe has it" },
-	{ "All gid indices populated", CONF_SKIP, "an unpopulated GID index (gid_tbl_len is "
-	  "the populated count)" },
 	{ "test_imported_", CONF_ERROR, "ibv_import_device/pd/mr from another context" },
 	{ "test_full_rq_bad_flow ", CONF_FAIL, "ENOMEM at max_recv_wr WQEs outstanding (the "
 	  "daemon drains the receive ring into the NIC's queue)" },
