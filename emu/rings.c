@@ -57,6 +57,31 @@ void emu_ring_setup(struct emu_ring *r, void *base, uint32_t at, uint32_t size, 
 	r->slot = slot;
 	r->idx = 0;
 	r->lied = false;
+	r->release = EMU_RELEASE_ON_COPY;
+	r->retired = 0;
+}
+
+void emu_ring_release_on_completion(struct emu_ring *r)
+{
+	r->release = EMU_RELEASE_ON_COMPLETION;
+}
+
+static void publish_cons(struct emu_ring *r, uint32_t cons)
+{
+	atomic_store_explicit(&r->hdr->cons, cons, memory_order_release);
+}
+
+void emu_ring_reset(struct emu_ring *r)
+{
+	if (r->release == EMU_RELEASE_ON_COMPLETION)
+		publish_cons(r, r->retired = r->idx);
+}
+
+/* One of the QP's receive WQEs completed (or flushed): its slot goes back. */
+static void retire_recv(struct emu_ring *r)
+{
+	if (r->release == EMU_RELEASE_ON_COMPLETION && r->retired != r->idx)
+		publish_cons(r, ++r->retired);
 }
 
 /* Entries the client has produced and the daemon not yet consumed. An honest producer
@@ -86,7 +111,8 @@ static void *slot_at(const struct emu_ring *r, uint32_t idx)
 static void consume(struct emu_ring *r, uint32_t n)
 {
 	r->idx += n;
-	atomic_store_explicit(&r->hdr->cons, r->idx, memory_order_release);
+	if (r->release == EMU_RELEASE_ON_COPY)
+		publish_cons(r, r->idx);
 }
 
 /* ---- send queues ---- */
@@ -409,6 +435,13 @@ bool emu_cq_write(struct emu_obj *cq, const struct nic_wc *wc)
 {
 	struct emu_ring *r = &cq->u.cq.ring;
 	uint32_t cons = atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
+
+	if (wc->opcode & ODPEMU_WC_RECV) {	/* a receive WQE of this QP is done */
+		struct emu_obj *qp = nic_qp_owner_by_num(cq->s->d->nic, wc->qp_num);
+
+		if (qp && qp->type == EMU_OBJ_QP && !qp->u.qp.srq)
+			retire_recv(&qp->u.qp.rq);
+	}
 
 	if (r->idx - cons >= r->size)
 		return false;

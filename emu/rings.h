@@ -23,14 +23,29 @@ struct emu_daemon;
 struct emu_obj;
 
 /* A ring as the daemon sees it: its own copies of the geometry, never read back. */
+/* When a work queue's slot is given back to the client (the cons it sees). */
+enum emu_ring_release {
+	EMU_RELEASE_ON_COPY,		/* once nic/ took the WQE (SQ, SRQ) */
+	EMU_RELEASE_ON_COMPLETION,	/* once the WQE completed (a QP's own RQ: the client then
+					 * holds at most max_recv_wr outstanding, as the kernel's
+					 * providers answer ENOMEM beyond; rings.c) */
+};
+
 struct emu_ring {
 	struct ipc_ring *hdr;
 	void *base;
 	uint32_t offset, size, slot;
 	uint32_t idx;			/* daemon's index: cons (SQ/RQ/SRQ) or prod (CQ) */
+	enum emu_ring_release release;
+	uint32_t retired;		/* EMU_RELEASE_ON_COMPLETION: WQEs completed */
 	bool lied;			/* SQ/RQ/SRQ: the producer index claims more than the
 					 * ring holds (refused once, ignored while it does) */
 };
+
+/* A QP's RQ ring: release slots as receives complete, not as nic/ takes them. */
+void emu_ring_release_on_completion(struct emu_ring *r);
+/* The QP's reset dropped every receive WQE nic/ held: their slots go back. */
+void emu_ring_reset(struct emu_ring *r);
 
 #define EMU_DRAIN_BATCH 32	/* WRs taken from one ring per drain (a send batch is one
 				 * nic_post_send_list: one doorbell, one AckReq) */

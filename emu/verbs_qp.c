@@ -131,8 +131,10 @@ static int qp_rings(struct emu_obj *o, const struct ipc_create_qp_req *q, int *f
 	if ((rc = emu_ring_map(o, l.map_len, fd)))
 		return rc;
 	emu_ring_setup(&o->u.qp.sq, o->map, 0, l.sq_size, l.sq_slot);
-	if (!q->srq)
+	if (!q->srq) {
 		emu_ring_setup(&o->u.qp.rq, o->map, l.rq_offset, l.rq_size, l.rq_slot);
+		emu_ring_release_on_completion(&o->u.qp.rq);
+	}
 	return 0;
 }
 
@@ -275,6 +277,8 @@ int emu_op_modify_qp(struct emu_req *r)
 	attr_from_ipc(&n, &q->attr);
 	if ((rc = nic_qp_modify(o->u.qp.qp, &n, q->mask, emu_now_ns(), &why)))
 		return emu_reply_err(r, rc, "modify_qp: %s", why ? why : strerror(-rc));
+	if ((q->mask & ODPEMU_QP_STATE) && n.qp_state == ODPEMU_QPS_RESET && !o->u.qp.srq)
+		emu_ring_reset(&o->u.qp.rq);	/* nic/ dropped the receives it held */
 	return reply_attr(r, o);
 }
 

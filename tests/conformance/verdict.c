@@ -57,8 +57,6 @@ static const struct gap gaps[] = {
 	{ "Multicast is not supported", CONF_SKIP, "multicast (ibv_attach_mcast, "
 	  "rdma_join_multicast): rxe has it" },
 	{ "test_imported_", CONF_ERROR, "ibv_import_device/pd/mr from another context" },
-	{ "test_full_rq_bad_flow ", CONF_FAIL, "ENOMEM at max_recv_wr WQEs outstanding (the "
-	  "daemon drains the receive ring into the NIC's queue)" },
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
