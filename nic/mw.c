@@ -146,7 +146,7 @@ enum odpemu_wc_status nic_mw_bind_wqe(struct nic_qp *qp, const struct nic_send_w
 	k->iopt = mr->iopt;
 	k->va = wr->remote_addr;
 	k->len = wr->compare_add;
-	k->access = NIC_BIND_ACCESS(wr->swap);
+	k->access = NIC_BIND_ACCESS(wr->swap) & ~ODPEMU_ACCESS_LOCAL_WRITE;
 	k->odp = mr->odp;
 	k->remote_invalid = false;
 	return ODPEMU_WC_SUCCESS;

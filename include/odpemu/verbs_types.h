@@ -142,9 +142,10 @@ enum odpemu_access_flags {
 	| ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_ON_DEMAND \
 	| ODPEMU_ACCESS_MW_BIND \
 	| ODPEMU_ACCESS_FLUSH_GLOBAL | ODPEMU_ACCESS_FLUSH_PERSISTENT | ODPEMU_ACCESS_LEASE)
-/* Bits a memory window's access flags may hold (IBA 10.6.7.2.2: remote access only). */
+/* Bits a memory window's access flags may hold (IBA 10.6.7.2.2: remote access; local
+ * write is accepted and means nothing, as on rxe: pyverbs binds with it). */
 #define ODPEMU_ACCESS_ALL_MW (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ \
-	| ODPEMU_ACCESS_REMOTE_ATOMIC)
+	| ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_LOCAL_WRITE)
 /* Memory window types (ibv_mw_type). */
 enum odpemu_mw_type { ODPEMU_MW_TYPE_1 = 1, ODPEMU_MW_TYPE_2 = 2 };
 
