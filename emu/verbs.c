@@ -224,7 +224,10 @@ static int destroy_reply(struct emu_req *r, enum emu_obj_type type, const char *
 				     r->hdr->handle);
 	if ((rc = emu_obj_destroy(o)))
 		return emu_reply_err(r, rc, "%s: %s", what, rc == -EBUSY ?
-				     "still in use (destroy what uses it first)" : strerror(-rc));
+				     "still in use (destroy what uses it first)" :
+				     rc == -EINVAL && type == EMU_OBJ_MR ? "memory windows are "
+				     "bound to it (IBA 10.6.7.2.6: unbind or deallocate them first)" :
+				     strerror(-rc));
 	return ok(r, NULL, 0);
 }
 
