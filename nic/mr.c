@@ -6,6 +6,7 @@
  *
  * Keys: lkey == rkey == slot << 8 | variant. The 8-bit variant of a slot changes on every
  * registration, so a stale key of a re-registered slot misses (as mlx5's mkey variant).
+ * Memory windows (mw.c) take their rkeys from the same table, so one lookup finds either.
  * Slots come from a FIFO of free ones (O(1)), and the table doubles while fewer than a
  * quarter are free, up to 2^24 slots: a slot waits long before its reuse.
  * Deregistration takes the key out of the slot first (new packets NAK), then invalidates the
