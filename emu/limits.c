@@ -24,6 +24,7 @@ static unsigned device_limit(const struct nic_device_attr *a, enum emu_limit l,
 	case EMU_LIMIT_CQ: *name = "max_cq"; *what = "CQs"; return (unsigned)a->max_cq;
 	case EMU_LIMIT_PD: *name = "max_pd"; *what = "PDs"; return (unsigned)a->max_pd;
 	case EMU_LIMIT_SRQ: *name = "max_srq"; *what = "SRQs"; return (unsigned)a->max_srq;
+	case EMU_LIMIT_MW: *name = "max_mw"; *what = "memory windows"; return (unsigned)a->max_mw;
 	default: *name = "handles per session"; *what = "objects in this session";
 		 return IPC_DB_HANDLES - 1;
 	}

@@ -388,12 +388,12 @@ void emu_session_event(struct emu_session *s, enum odpemu_event_type type, uint3
 }
 
 /* Destroy every object: CM connections and listeners first (they hold CM channels; a
- * connection that is up sends its DREQ), then QPs (they hold CQs, SRQs, PDs), SRQs, CQs,
- * MRs, channels, PDs. */
+ * connection that is up sends its DREQ), then memory windows (they hold MRs), QPs (they
+ * hold CQs, SRQs, PDs), SRQs, CQs, MRs, channels, PDs. */
 static void destroy_all(struct emu_session *s)
 {
 	static const enum emu_obj_type order[] = { EMU_OBJ_WATCH, EMU_OBJ_CM_CONN, EMU_OBJ_CM_LISTEN,
-		EMU_OBJ_CM_CHANNEL, EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ, EMU_OBJ_MR,
+		EMU_OBJ_CM_CHANNEL, EMU_OBJ_MW, EMU_OBJ_QP, EMU_OBJ_SRQ, EMU_OBJ_CQ, EMU_OBJ_MR,
 		EMU_OBJ_CHANNEL, EMU_OBJ_PD };
 
 	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++)

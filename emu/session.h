@@ -51,8 +51,9 @@ struct emu_session;
 struct emu_hold;
 
 enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU_OBJ_SRQ,
-	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN, EMU_OBJ_WATCH };
-#define EMU_OBJ_TYPES (EMU_OBJ_WATCH + 1)	/* index bound of a per-type array (0 unused) */
+	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN, EMU_OBJ_WATCH,
+	EMU_OBJ_MW };
+#define EMU_OBJ_TYPES (EMU_OBJ_MW + 1)	/* index bound of a per-type array (0 unused) */
 
 /* One object of a session: the nic/ object it stands for, the objects it names (their
  * refs count it), its rings. */
@@ -80,6 +81,10 @@ struct emu_obj {
 				struct emu_obj *hit;	/* lease.c: the touched ones, a list */
 			} lease;
 		} mr;
+		struct {
+			struct nic_mw *mw;
+			struct emu_obj *pd;
+		} mw;
 		struct {
 			int wr_fd;	/* pipe write end */
 		} ch;

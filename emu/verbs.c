@@ -157,7 +157,7 @@ static int op_query_device(struct emu_req *r)
 		.max_qp_init_rd_atom = a->max_qp_init_rd_atom, .max_pkeys = a->max_pkeys,
 		.gid_tbl_len = a->gid_tbl_len, .odp_general_caps = a->odp.general_caps,
 		.odp_rc_caps = a->odp.rc_odp_caps, .odp_uc_caps = a->odp.uc_odp_caps,
-		.odp_ud_caps = a->odp.ud_odp_caps,
+		.odp_ud_caps = a->odp.ud_odp_caps, .max_mw = a->max_mw,
 	};
 
 	if (r->len)
@@ -224,7 +224,10 @@ static int destroy_reply(struct emu_req *r, enum emu_obj_type type, const char *
 				     r->hdr->handle);
 	if ((rc = emu_obj_destroy(o)))
 		return emu_reply_err(r, rc, "%s: %s", what, rc == -EBUSY ?
-				     "still in use (destroy what uses it first)" : strerror(-rc));
+				     "still in use (destroy what uses it first)" :
+				     rc == -EINVAL && type == EMU_OBJ_MR ? "memory windows are "
+				     "bound to it (IBA 10.6.7.2.6: unbind or deallocate them first)" :
+				     strerror(-rc));
 	return ok(r, NULL, 0);
 }
 
@@ -472,6 +475,36 @@ static int op_mr_swap_keys(struct emu_req *r)
 	return ok(r, &rep, sizeof(rep));
 }
 
+/* ---- MW ---- */
+
+static int op_alloc_mw(struct emu_req *r)
+{
+	const struct ipc_alloc_mw_req *q = r->body;
+	struct ipc_alloc_mw_rep rep = { 0 };
+	struct emu_obj *pd, *o;
+	int rc;
+
+	if (r->len != sizeof(*q))
+		return emu_reply_err(r, -EBADMSG, "ALLOC_MW body of %zu bytes", r->len);
+	if (!(pd = emu_obj_get(r->s, q->pd, EMU_OBJ_PD)))
+		return emu_reply_err(r, -ENOENT, "alloc_mw: no PD %u in this session", q->pd);
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_MW)))
+		return emu_reply_no_obj(r, "alloc_mw");
+	if ((rc = nic_mw_alloc(pd->u.pd, q->type, &o->u.mw.mw))) {
+		emu_obj_free(o);
+		return emu_reply_nic(r, "alloc_mw", rc, EMU_LIMIT_MW, rc == -EINVAL ?
+				     "memory window type 1 or 2 only" : NULL);
+	}
+	nic_mw_set_owner(o->u.mw.mw, o);
+	o->u.mw.pd = pd;
+	pd->refs++;
+	rep.handle = o->handle;
+	rep.rkey = nic_mw_rkey(o->u.mw.mw);
+	return ok(r, &rep, sizeof(rep));
+}
+
+static int op_dealloc_mw(struct emu_req *r) { return destroy_reply(r, EMU_OBJ_MW, "dealloc_mw"); }
+
 /* The MR of this session whose lkey is `lkey` (nic/'s key table: O(1)). */
 static struct emu_obj *mr_by_lkey(struct emu_session *s, uint32_t lkey)
 {
@@ -679,6 +712,10 @@ int emu_obj_destroy(struct emu_obj *o)
 			nic_mr_set_owner(o->u.mr.mr, o);
 		}
 		break;
+	case EMU_OBJ_MW:
+		if (!(rc = nic_mw_dealloc(o->u.mw.mw)))
+			unref(o->u.mw.pd);
+		break;
 	case EMU_OBJ_CHANNEL:
 		close(o->u.ch.wr_fd);
 		break;
@@ -728,6 +765,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_COUNTERS] = emu_op_counters, [IPC_INJECT] = op_inject,
 		[IPC_GET_INJECT] = op_get_inject, [IPC_CLIENT_INFO] = emu_op_client_info,
 		[IPC_CLIENTS] = emu_op_clients, [IPC_HOST_REPORT] = emu_op_host_report,
+		[IPC_ALLOC_MW] = op_alloc_mw, [IPC_DEALLOC_MW] = op_dealloc_mw,
 	};
 
 	if (op >= IPC_OP_MAX)

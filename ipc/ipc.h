@@ -41,7 +41,7 @@
 #define IPC_VERSION		7	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
-					 * 7: RESIZE_CQ, MR_SWAP_KEYS */
+					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -65,7 +65,8 @@
 	X(CM_REJECT, 27) X(CM_ESTABLISH, 28) X(CM_DISCONNECT, 29) X(CM_DESTROY, 30) \
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
-	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41)
+	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41) X(ALLOC_MW, 42) \
+	X(DEALLOC_MW, 43)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -214,7 +215,7 @@ struct ipc_device_rep {
 	uint32_t max_qp_rd_atom, max_qp_init_rd_atom, max_pkeys, gid_tbl_len;
 	uint64_t odp_general_caps;
 	uint32_t odp_rc_caps, odp_uc_caps, odp_ud_caps;
-	uint32_t pad;
+	uint32_t max_mw;
 	uint64_t node_guid;
 	char fw_ver[64];
 };
@@ -273,6 +274,15 @@ struct ipc_advise_req {			/* handle: PD */
 	uint32_t nsge;
 	uint32_t pad;
 	struct { uint64_t addr; uint32_t length, lkey; } sge[IPC_MAX_ADVISE_SGE];
+};
+
+/* ---- MW ---- (IBA 10.6.7) reply: struct ipc_alloc_mw_rep; DEALLOC_MW: handle, no body */
+struct ipc_alloc_mw_req {
+	uint32_t pd;
+	uint32_t type;			/* enum odpemu_mw_type */
+};
+struct ipc_alloc_mw_rep {
+	uint32_t handle, rkey;
 };
 
 /* ---- rings ----

@@ -45,6 +45,17 @@ static void remote_of(const struct odpemu_send_wr *wr, uint64_t *addr, uint32_t 
 	}
 }
 
+/* What a BIND_MW must name before it reaches the ring: a window of this context, an MR
+ * when it has a length (the rules of the bind itself are the NIC's: MW_BIND_ERR). */
+static bool bind_refused(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
+{
+	const struct odpemu_mw *mw = wr->bind_mw.mw;
+	const struct odpemu_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	return !mw || mw->context != qp->pub.context || (b->length && !b->mr) ||
+	       (b->mr && b->mr->context != qp->pub.context);
+}
+
 /* The SGE count first, before the list is read; then the shape rules nic/ applies too
  * (odpemu/wr_shape.h), and a UD WR's address handle. */
 static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
@@ -58,6 +69,8 @@ static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
 		return EINVAL;
 	if (qp->pub.qp_type == ODPEMU_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
+	if (wr->opcode == ODPEMU_WR_BIND_MW && bind_refused(qp, wr))
+		return EINVAL;
 	s.num_sge = (unsigned)wr->num_sge;
 	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_NO_LOCAL) {
 		s.len = wr->wr.flush.len;
@@ -70,8 +83,23 @@ static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
 	return odpemu_wr_shape_ok(&s) ? 0 : EINVAL;
 }
 
+/* BIND_MW in the slot's fields, as nic/nic.h says: imm_data the window's rkey (its index
+ * names it), rkey the new one, remote_addr/compare_add the range, swap lkey and access. */
+static void fill_bind(struct ipc_swqe *w, const struct odpemu_send_wr *wr)
+{
+	const struct odpemu_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	w->imm_data = wr->bind_mw.mw->rkey;
+	w->rkey = wr->bind_mw.rkey;
+	w->remote_addr = b->addr;
+	w->compare_add = b->length;
+	w->swap = (uint64_t)b->mw_access_flags << 32 | (b->mr ? b->mr->lkey : 0);
+}
+
 static void fill_remote(struct ipc_swqe *w, const struct odpemu_send_wr *wr)
 {
+	if (wr->opcode == ODPEMU_WR_BIND_MW)
+		return fill_bind(w, wr);
 	remote_of(wr, &w->remote_addr, &w->rkey);
 	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_ATOMIC) {
 		w->compare_add = wr->wr.atomic.compare_add;
@@ -93,7 +121,8 @@ static void write_swqe(const struct lib_qp *qp, struct ipc_swqe *w, const struct
 	w->send_flags = wr->send_flags;
 	if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_IMM)
 		w->imm_data = ntohl(wr->imm_data);	/* verbs: network order; ipc: host */
-	else if (odpemu_wr_props(wr->opcode) & ODPEMU_WRP_INV)
+	else if ((odpemu_wr_props(wr->opcode) & ODPEMU_WRP_INV) ||
+		 wr->opcode == ODPEMU_WR_LOCAL_INV)
 		w->imm_data = wr->invalidate_rkey;
 	fill_remote(w, wr);
 	if (qp->pub.qp_type == ODPEMU_QPT_UD) {

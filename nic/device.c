@@ -49,6 +49,7 @@ int nic_create(const struct nic_config *cfg, struct nic **out)
 	nic->next_qpn = NIC_QPN_FIRST;
 	nic_list_init(&nic->qps);
 	nic_list_init(&nic->mrs);
+	nic_list_init(&nic->mws);
 	nic_list_init(&nic->zombies);
 	nic_list_init(&nic->run);
 	*out = nic;
@@ -61,6 +62,7 @@ int nic_destroy(struct nic *nic)
 		return 0;
 	nic_mr_reap(nic);
 	if (nic->ctr.pds || nic->ctr.mrs || nic->ctr.cqs || nic->ctr.srqs || nic->ctr.qps ||
+	    nic->ctr.mws ||
 	    !nic_list_empty(&nic->zombies))
 		return -EBUSY;
 	if (iopt_fq_destroy(nic->fq))

@@ -16,6 +16,7 @@ void nic_device_attr_default(struct nic_device_attr *a)
 	a->max_cq = 1 << 14;
 	a->max_cqe = (1 << 22) - 1;	/* as mlx5: libfabric's rxm asks (rx + tx size) x 1024 */
 	a->max_mr = 1 << 18;
+	a->max_mw = 1 << 16;	/* rxe's RXE_MAX_MW */
 	a->max_pd = 1 << 16;
 	a->max_srq = 1 << 10;
 	a->max_srq_wr = 1 << 14;

@@ -19,7 +19,7 @@ struct nic_device_attr {
 	uint64_t max_mr_size;
 	uint64_t page_size_cap;
 	uint32_t vendor_id, vendor_part_id, hw_ver;
-	uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
+	uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd, max_mw;
 	uint32_t max_srq, max_srq_wr, max_srq_sge;
 	uint32_t max_inline_data;
 	uint32_t max_qp_rd_atom;      /* outstanding READ/atomic requests as requester */

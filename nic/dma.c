@@ -155,7 +155,7 @@ static enum nic_dma_result sge_mr(struct nic_qp *qp, const struct nic_sge *s, bo
 {
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, s->lkey);
 
-	if (!mr || mr->pd != qp->pd)
+	if (!mr || mr->pd != qp->pd || mr->window)	/* a window's key is an rkey only */
 		return NIC_DMA_BAD_KEY;
 	if (to_mem && !(mr->access & ODPEMU_ACCESS_LOCAL_WRITE))
 		return NIC_DMA_ACCESS;

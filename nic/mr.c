@@ -6,6 +6,7 @@
  *
  * Keys: lkey == rkey == slot << 8 | variant. The 8-bit variant of a slot changes on every
  * registration, so a stale key of a re-registered slot misses (as mlx5's mkey variant).
+ * Memory windows (mw.c) take their rkeys from the same table, so one lookup finds either.
  * Slots come from a FIFO of free ones (O(1)), and the table doubles while fewer than a
  * quarter are free, up to 2^24 slots: a slot waits long before its reuse.
  * Deregistration takes the key out of the slot first (new packets NAK), then invalidates the
@@ -83,7 +84,8 @@ int nic_mr_slots_grow(struct nic *nic)
 	return 0;
 }
 
-static int alloc_slot(struct nic *nic, struct nic_mr *mr)
+/* Give entry (an MR, or a window's key entry: mw.c) a key of its own. */
+int nic_key_alloc(struct nic *nic, struct nic_mr *mr)
 {
 	uint32_t s;
 
@@ -98,8 +100,10 @@ static int alloc_slot(struct nic *nic, struct nic_mr *mr)
 	return 0;
 }
 
-static void free_slot(struct nic *nic, uint32_t s)
+void nic_key_free(struct nic *nic, uint32_t key)
 {
+	uint32_t s = key >> 8;
+
 	nic->mr_slot[s] = NULL;
 	nic->mr_free[(nic->mr_free_head + nic->mr_nfree++) % nic->mr_cap] = s;
 }
@@ -159,7 +163,7 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	if (!rc && !mr->odp)
 		rc = nic_mr_pin(mr, in->host);
 	if (!rc)
-		rc = alloc_slot(nic, mr);
+		rc = nic_key_alloc(nic, mr);
 	if (rc) {
 		if (mr->iopt)
 			iopt_destroy(mr->iopt);
@@ -207,8 +211,10 @@ int nic_mr_swap_keys(struct nic_mr *a, struct nic_mr *b)
 	uint32_t key;
 
 	if (!a || !b || a == b || a->dead || b->dead || !a->pd || !b->pd ||
-	    a->pd->nic != b->pd->nic)
+	    a->pd->nic != b->pd->nic || a->window || b->window)
 		return -EINVAL;
+	if (a->windows || b->windows)
+		return -EINVAL;	/* windows are bound to the old pages: unbind them first */
 	nic = a->pd->nic;
 	nic->mr_slot[a->key >> 8] = b;
 	nic->mr_slot[b->key >> 8] = a;
@@ -242,11 +248,13 @@ int nic_mr_dereg(struct nic_mr *mr)
 {
 	struct nic *nic;
 
-	if (!mr || mr->dead)
+	if (!mr || mr->dead || mr->window)
 		return -EINVAL;
+	if (mr->windows)
+		return -EINVAL;	/* IBA 10.6.7.2.6, as rxe: unbind (or free) its windows first */
 	nic = mr->pd->nic;
 	mr->dead = true;
-	free_slot(nic, mr->key >> 8);
+	nic_key_free(nic, mr->key);
 	nic_lease_wake(mr);	/* what waits on a broken lease now finds the key gone */
 	/* The fence: returns once no DMA uses a translation of this MR. */
 	(void)iopt_invalidate(mr->iopt, mr->implicit ? 0 : mr->va & ~NIC_PAGE_MASK,

@@ -203,7 +203,7 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *init, struct nic_mr 
 const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *init);
 /* Safe while traffic is in flight: the MR's keys stop matching at once; DMAs already
  * translating finish first (the IOPT fence); packets that find the key gone are NAKed. */
-int nic_mr_dereg(struct nic_mr *mr);
+int nic_mr_dereg(struct nic_mr *mr);	/* -EINVAL also while windows are bound to it */
 /* ibv_rereg_mr keeping the keys: a and b (live MRs of one device) trade keys and slots.
  * 0 or -EINVAL. */
 int nic_mr_swap_keys(struct nic_mr *a, struct nic_mr *b);
@@ -236,6 +236,18 @@ int nic_mr_lease_revoke(struct nic_mr *mr);
 enum nic_lease nic_mr_lease(const struct nic_mr *mr);
 /* The MR's page table (counters, snapshot) for tests and the daemon. */
 struct iopt *nic_mr_iopt(const struct nic_mr *mr);
+
+/* ---- memory windows (IBA 10.6.7; nic/mw.c) ----
+ * A window has an rkey from the MR key space; it is bound, moved (type 1) and invalidated
+ * (type 2) by work requests on a send queue (BIND_MW, LOCAL_INV, a peer's
+ * SEND_WITH_INVALIDATE), in queue order. type: ODPEMU_MW_TYPE_1 or _2, else -EINVAL;
+ * -ENOSPC beyond max_mw, -ENOMEM. */
+struct nic_mw;
+int nic_mw_alloc(struct nic_pd *pd, unsigned type, struct nic_mw **out);
+/* A bound window is unbound first (as rxe); its rkey stops matching at once. */
+int nic_mw_dealloc(struct nic_mw *mw);
+uint32_t nic_mw_rkey(const struct nic_mw *mw);
+void nic_mw_set_owner(struct nic_mw *mw, void *owner);
 
 /* ---- CQ ---- */
 
@@ -351,6 +363,14 @@ struct nic_send_wr {
 	struct nic_gid ud_dgid;
 	uint32_t remote_qpn, remote_qkey;
 };
+/* BIND_MW (IBA 10.6.7.2) reuses the fields: imm_data is the window's current rkey (it names
+ * the window), rkey its new rkey (same index, the low 8 bits the consumer's key),
+ * remote_addr and compare_add the window's address and length, and swap packs the MR's
+ * lkey (low 32 bits; length 0 and lkey 0 unbind a type 1 window) with the window's access
+ * flags (high 32 bits). LOCAL_INV: imm_data is the rkey to invalidate. */
+#define NIC_BIND_SWAP(lkey, access)	((uint64_t)(access) << 32 | (uint32_t)(lkey))
+#define NIC_BIND_LKEY(swap)		((uint32_t)(swap))
+#define NIC_BIND_ACCESS(swap)		((unsigned)((swap) >> 32))
 
 /* 0, or -EINVAL (malformed WR: *bad says nothing more), -ENOMEM (queue full), -EPERM
  * (QP state does not accept posts). Posting in ERR completes the WR with WR_FLUSH_ERR.
@@ -439,7 +459,7 @@ struct nic_counters {
 	/* Error completions generated, by why (enum nic_vendor_err; FLUSH included): what
 	 * made a QP fail is then visible without the client's CQ. */
 	uint64_t wc_errors[NIC_VERR__COUNT];
-	unsigned pds, mrs, cqs, srqs, qps;	/* live objects */
+	unsigned pds, mrs, cqs, srqs, qps, mws;	/* live objects */
 };
 void nic_counters(const struct nic *nic, struct nic_counters *out);
 

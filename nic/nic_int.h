@@ -60,6 +60,22 @@ struct nic_mr {
 	enum nic_lease lease;	/* ODPEMU_ACCESS_LEASE: lease.c */
 	struct iopt *iopt;
 	struct nic_list link;	/* nic->mrs or nic->zombies */
+	/* Memory windows (mw.c): a window's key entry is a nic_mr too (window names it);
+	 * an MR counts the windows bound to it (deregistration waits for none). */
+	struct nic_mw *window;
+	unsigned windows;
+};
+
+/* A memory window (IBA 10.6.7): an rkey of its own in the MR key table. Bound, its key
+ * entry (key) describes the window's range and access and borrows the bound MR's page
+ * table, so the responder reaches it as it reaches an MR; unbound, its access is none and
+ * remote_invalid is set, so every lookup through it is refused. */
+struct nic_mw {
+	struct nic_mr key;	/* key.window == this; key.pd: the window's PD */
+	unsigned type;		/* ODPEMU_MW_TYPE_1 or _2 */
+	struct nic_mr *mr;	/* bound to, or NULL */
+	struct nic_qp *qp;	/* type 2: the QP it was bound through (IBA 10.6.7.2.3) */
+	struct nic_list link;	/* nic->mws */
 };
 
 struct nic_cqe_ring {
@@ -314,7 +330,7 @@ struct nic {
 	uint8_t *mr_variant;		/* per slot: bumps on each registration */
 	uint32_t *mr_free;
 	uint32_t mr_cap, mr_free_head, mr_nfree;
-	struct nic_list qps, mrs, zombies, run;
+	struct nic_list qps, mrs, zombies, run, mws;
 	struct nic_counters ctr;
 	uint64_t now;			/* of the current entry point */
 	unsigned depth;			/* re-entrancy guard for run_queue */
@@ -334,6 +350,19 @@ struct nic_qp *nic_qp_lookup(struct nic *nic, uint32_t qpn);
 /* mr.c */
 struct nic_mr *nic_mr_lookup(struct nic *nic, uint32_t key);
 int nic_mr_slots_grow(struct nic *nic);
+int nic_key_alloc(struct nic *nic, struct nic_mr *entry);
+void nic_key_free(struct nic *nic, uint32_t key);
+/* mw.c: the local operations of the send queue (IBA 10.6.7.2, 10.6.7.3): 0, or the
+ * completion status of the WQE's failure. */
+enum odpemu_wc_status nic_mw_bind_wqe(struct nic_qp *qp, const struct nic_send_wr *wr);
+enum odpemu_wc_status nic_local_inv_wqe(struct nic_qp *qp, uint32_t rkey);
+/* May this QP use the key entry for remote access? An MR's: always (the caller checks PD
+ * and access); a window's: when bound, and for type 2 when bound through this QP. */
+bool nic_mw_reachable(const struct nic_mr *entry, const struct nic_qp *qp);
+/* SEND_WITH_INVALIDATE of a window's rkey (IBA 10.6.7.2.4): false if it may not be. */
+bool nic_mw_remote_invalidate(struct nic_mr *entry, const struct nic_qp *qp);
+/* A QP goes: the type 2 windows bound through it are unbound. */
+void nic_mw_qp_gone(struct nic_qp *qp);
 void nic_mr_reap(struct nic *nic);
 
 /* cq.c */

@@ -337,6 +337,26 @@ static bool requester_blocked(struct nic_qp *qp)
 	return qp->comp.wait == NIC_REQ_RNR_TIMER;
 }
 
+/* A local operation (IBA 10.6.7: BIND_MW, LOCAL_INV) runs when the requester reaches it,
+ * after the WQEs before it were sent, as rxe's; a FENCE one waits for READ/atomics. A
+ * failure completes it in error (the QP goes to ERR). */
+static bool run_local(struct nic_qp *qp, struct nic_swqe *w)
+{
+	enum odpemu_wc_status st;
+
+	if (qp->state == ODPEMU_QPS_SQD ||
+	    ((w->wr.send_flags & ODPEMU_SEND_FENCE) && qp->req.rd_atomic_out))
+		return false;
+	qp->sq.next++;	/* before completing: retirement moves next too */
+	if (w->wr.opcode == ODPEMU_WR_BIND_MW)
+		st = nic_mw_bind_wqe(qp, &w->wr);
+	else
+		st = nic_local_inv_wqe(qp, w->wr.imm_data);
+	nic_swqe_complete(qp, w, st, st == ODPEMU_WC_SUCCESS ? NIC_VERR_NONE :
+			  w->wr.opcode == ODPEMU_WR_BIND_MW ? NIC_VERR_MW_BIND : NIC_VERR_LOCAL_INV);
+	return true;
+}
+
 void nic_req_run(struct nic_qp *qp)
 {
 	if (requester_blocked(qp))
@@ -350,6 +370,11 @@ void nic_req_run(struct nic_qp *qp)
 
 		if (w->state == NIC_SWQE_DONE) {
 			qp->sq.next++;
+			continue;
+		}
+		if (odpemu_wr_props(w->wr.opcode) & ODPEMU_WRP_LOCAL) {
+			if (!run_local(qp, w) || qp->state == ODPEMU_QPS_ERR)
+				return;
 			continue;
 		}
 		if (!may_start(qp, w) || !window_open(qp))

@@ -108,15 +108,16 @@ static enum verdict faulted(struct nic_qp *qp)
 
 /* ---- R_Key targets ---- */
 
-/* IBA 9.7.5.1.3 / 10.6.3.2: the key must name a live MR of this QP's PD that allows the
- * access, the QP must allow it, and [va, va+len) must lie inside the MR. */
+/* IBA 9.7.5.1.3 / 10.6.3.2: the key must name a live MR (or a bound window, 10.6.7.2.3)
+ * of this QP's PD that allows the access, the QP must allow it, and [va, va+len) must lie
+ * inside the MR or window. */
 static struct nic_mr *rkey_target(struct nic_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 				  unsigned need)
 {
 	struct nic_mr *mr = nic_mr_lookup(qp->nic, rkey);
 
 	if (!mr || mr->pd != qp->pd || mr->remote_invalid || !(mr->access & need) ||
-	    mr->lease == NIC_LEASE_REVOKED)
+	    mr->lease == NIC_LEASE_REVOKED || !nic_mw_reachable(mr, qp))
 		return NULL;
 	if (va < mr->va || va + len < va || va + len > mr->va + mr->len)
 		return NULL;
@@ -221,6 +222,8 @@ static bool invalidate_rkey(struct nic_qp *qp, uint32_t rkey)
 
 	if (!mr || mr->pd != qp->pd)
 		return false;
+	if (mr->window)
+		return nic_mw_remote_invalidate(mr, qp);
 	mr->remote_invalid = true;
 	return true;
 }
@@ -281,7 +284,7 @@ static bool write_target(struct nic_qp *qp, const struct roce_pkt *pkt, struct n
 	if (!(pkt->mask & ROCE_M_FIRST)) {
 		*ws = qp->resp.write;
 		return !ws->mr || (nic_mr_lookup(qp->nic, ws->key) == ws->mr &&
-				   !ws->mr->remote_invalid);
+				   !ws->mr->remote_invalid && nic_mw_reachable(ws->mr, qp));
 	}
 	*ws = (struct nic_write){ .key = reth->rkey, .va = reth->va, .resid = reth->len,
 		.total = reth->len };
@@ -367,7 +370,7 @@ static enum verdict read_responses(struct nic_qp *qp, const struct roce_pkt *pkt
 	uint32_t off = k * qp->pmtu;
 	enum nic_dma_result res;
 
-	if (s->len && (!mr || mr->remote_invalid))
+	if (s->len && (!mr || mr->remote_invalid || !nic_mw_reachable(mr, qp)))
 		return fail(qp, pkt, psn, NIC_RERR_RKEY);
 	res = s->len ? nic_dma_probe(&c, mr, s->va + off, s->len - off, IOPT_READ) : NIC_DMA_OK;
 	if (res == NIC_DMA_FAULT)
@@ -517,6 +520,7 @@ static enum verdict do_flush(struct nic_qp *qp, const struct roce_pkt *pkt)
 	if ((qp->attr.qp_access_flags & need) != need)
 		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_QP_ACCESS);
 	if (!mr || mr->pd != qp->pd || (mr->access & need) != need || mr->remote_invalid ||
+	    !nic_mw_reachable(mr, qp) ||
 	    (!whole && !rkey_target(qp, pkt->h.reth.rkey, pkt->h.reth.va, pkt->h.reth.len, need)))
 		return fail(qp, pkt, pkt->h.bth.psn, NIC_RERR_RKEY);
 	if (!whole && pkt->h.reth.len)

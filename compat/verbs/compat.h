@@ -95,6 +95,13 @@ struct cv_mr {
 	unsigned int access;		/* as registered (rereg keeps what it does not change) */
 	struct cv_mr *next;		/* cv_context.mrs */
 };
+static inline struct cv_mr *cv_mr(struct ibv_mr *m) { return (struct cv_mr *)m; }
+
+struct cv_mw {
+	struct ibv_mw mw;
+	struct odpemu_mw *odp;
+};
+static inline struct cv_mw *cv_mw(struct ibv_mw *m) { return (struct cv_mw *)m; }
 /* The MR whose libodpemu object is odp, or NULL (under the context's lock). */
 struct cv_mr *cv_mr_find(struct cv_context *c, const struct odpemu_mr *odp);
 
@@ -157,6 +164,12 @@ static inline struct cv_qp *cv_qp(struct ibv_qp *q) { return (struct cv_qp *)q; 
 
 /* ---- fast path (post.c) ---- */
 int cv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+/* mw.c */
+struct ibv_mw *cv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int cv_dealloc_mw(struct ibv_mw *mw);
+int cv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* A BIND_MW's window and MR as libodpemu's (the rest of o was copied already). */
+void cv_bind_to_odp(struct odpemu_send_wr *o, const struct ibv_send_wr *wr);
 int cv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int cv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int cv_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);

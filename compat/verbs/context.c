@@ -11,7 +11,7 @@ static_assert(offsetof(struct verbs_context, context) + sizeof(struct ibv_contex
 	      sizeof(struct verbs_context), "the ibv_context ends the verbs_context");
 
 /* Slots left NULL make the inlines answer EOPNOTSUPP (verbs.h's verbs_get_ctx_op): XRC,
- * MW, DM, flow steering, counters, WQ/RSS, TD and parent domains, CQ moderation. Only
+ * DM, flow steering, counters, WQ/RSS, TD and parent domains, CQ moderation. Only
  * close_xrcd is called without a check, so it gets the shared refusal. */
 void cv_set_ops(struct verbs_context *v)
 {
@@ -20,6 +20,9 @@ void cv_set_ops(struct verbs_context *v)
 	v->context.ops.post_send = cv_post_send;
 	v->context.ops.post_recv = cv_post_recv;
 	v->context.ops.post_srq_recv = cv_post_srq_recv;
+	v->context.ops.alloc_mw = cv_alloc_mw;
+	v->context.ops.dealloc_mw = cv_dealloc_mw;
+	v->context.ops.bind_mw = cv_bind_mw;
 	v->query_port = cv_query_port;
 	v->query_device_ex = cv_query_device_ex;
 	v->advise_mr = cv_advise_mr;

@@ -11,11 +11,12 @@
 #define CV_ACCESS_KEPT	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 			 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_FLUSH_GLOBAL | \
-			 IBV_ACCESS_FLUSH_PERSISTENT | ODPEMU_IBV_ACCESS_LEASE)
-/* Accepted and meaningless here: no memory windows exist to bind, hugepages need no
- * hint, and the optional range (bits 20-29, e.g. Relaxed Ordering) may be ignored by
- * definition (verbs.h: IBV_ACCESS_OPTIONAL_RANGE). */
-#define CV_ACCESS_IGNORED (IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
+			 IBV_ACCESS_FLUSH_PERSISTENT | ODPEMU_IBV_ACCESS_LEASE | \
+			 IBV_ACCESS_MW_BIND)
+/* Accepted and meaningless here: hugepages need no hint, and the optional range (bits
+ * 20-29, e.g. Relaxed Ordering) may be ignored by definition (verbs.h:
+ * IBV_ACCESS_OPTIONAL_RANGE). */
+#define CV_ACCESS_IGNORED (IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE)
 
 static_assert(sizeof(struct ibv_sge) == sizeof(struct odpemu_sge), "sge layout");
 static_assert(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT ==

@@ -31,7 +31,8 @@ SAME_FIELD(ibv_send_wr, odpemu_send_wr, wr.atomic.rkey);
 SAME_FIELD(ibv_send_wr, odpemu_send_wr, wr.ud.ah);
 SAME_FIELD(ibv_send_wr, odpemu_send_wr, wr.ud.remote_qpn);
 SAME_FIELD(ibv_send_wr, odpemu_send_wr, wr.ud.remote_qkey);
-static_assert(sizeof(struct ibv_send_wr) >= sizeof(struct odpemu_send_wr), "send_wr copy");
+static_assert(sizeof(struct ibv_send_wr) >= offsetof(struct odpemu_send_wr, bind_mw),
+	      "send_wr copy");
 SAME_FIELD(ibv_recv_wr, odpemu_recv_wr, wr_id);
 SAME_FIELD(ibv_recv_wr, odpemu_recv_wr, next);
 SAME_FIELD(ibv_recv_wr, odpemu_recv_wr, sg_list);
@@ -69,21 +70,25 @@ static_assert(IBV_SEND_INLINE == (int)ODPEMU_SEND_INLINE && IBV_WC_WITH_INV == (
 #define UD_BATCH	16
 #define SL_ROCE_V2_IPV4	2	/* mlx5's report for a RoCEv2 packet that came over IPv4 */
 
-/* FLUSH has no fields in rdma-core 44's ibv_send_wr: only ibv_wr_flush posts it. */
+/* FLUSH has no fields in rdma-core 44's ibv_send_wr: only ibv_wr_flush posts it. A
+ * BIND_MW names the client's ibv_mw and ibv_mr: copied to name libodpemu's. */
 static bool passes_through(const struct ibv_send_wr *wr)
 {
 	for (; wr; wr = wr->next)
-		if (wr->opcode == (enum ibv_wr_opcode)IBV_WR_FLUSH)
+		if (wr->opcode == (enum ibv_wr_opcode)IBV_WR_FLUSH || wr->opcode == IBV_WR_BIND_MW)
 			return false;
 	return true;
 }
 
-/* The prefix both structs share, then what differs: the AH (UD), FLUSH (refused). */
+/* The prefix both structs share, then what differs: the AH (UD), FLUSH (refused), the
+ * window and MR of a BIND_MW. */
 static void to_odp(struct odpemu_send_wr *o, const struct ibv_send_wr *wr, bool ud)
 {
-	memcpy(o, wr, sizeof(*o));
+	memcpy(o, wr, offsetof(struct odpemu_send_wr, bind_mw));
 	if (wr->opcode == (enum ibv_wr_opcode)IBV_WR_FLUSH)
 		o->opcode = (enum odpemu_wr_opcode)-1;		/* libodpemu: EINVAL */
+	if (wr->opcode == IBV_WR_BIND_MW)
+		cv_bind_to_odp(o, wr);
 	if (ud)
 		o->wr.ud.ah = wr->wr.ud.ah ? cv_ah(wr->wr.ud.ah)->odp : NULL;
 }
@@ -91,7 +96,7 @@ static void to_odp(struct odpemu_send_wr *o, const struct ibv_send_wr *wr, bool 
 /* The chain in batches of copies; *bad_wr maps back to the client's WR. */
 static int post_copied(struct cv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	bool ud = qp->qpx.qp_base.qp_type == IBV_QPT_UD;
+	bool ud = qp->qpx.qp_base.qp_type == IBV_QPT_UD;	/* else: FLUSH, BIND_MW */
 
 	while (wr) {
 		struct odpemu_send_wr b[UD_BATCH], *bad = NULL;

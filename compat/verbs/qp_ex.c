@@ -201,18 +201,31 @@ static void wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t addr, size_t
 	s->wr.wr.flush.level = level;
 }
 
-/* Created without these operations, so never offered: refuse rather than crash. */
+/* A type 2 window bound to info's range with rkey (same index, the caller's key byte). */
 static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
-	(void)mw; (void)rkey; (void)info;
-	batch_error(&qp_of(qpx)->batch, EOPNOTSUPP);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
+	struct cv_wr_slot *s;
+
+	if (!mw || !info || (info->mw_access_flags & IBV_ACCESS_ZERO_BASED)) {
+		batch_error(&qp_of(qpx)->batch, EINVAL);
+		return;
+	}
+	if (!(s = slot_new(qpx, ODPEMU_WR_BIND_MW)))
+		return;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = *info;
+	cv_bind_to_odp(&s->wr, &wr);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	(void)rkey;
-	batch_error(&qp_of(qpx)->batch, EOPNOTSUPP);
+	struct cv_wr_slot *s = slot_new(qpx, ODPEMU_WR_LOCAL_INV);
+
+	if (s)
+		s->wr.invalidate_rkey = rkey;
 }
 
 static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)

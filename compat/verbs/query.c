@@ -17,7 +17,8 @@
 #define CV_LOCAL_ACK_DELAY	15		/* as rxe */
 #define CV_PORT_CAPS		(IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS)
 #define CV_DEVICE_CAPS		(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | \
-				 IBV_DEVICE_SYS_IMAGE_GUID)
+				 IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_MEM_WINDOW | \
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B)	/* windows: as rxe */
 #define CV_DEVICE_CAPS_EX	(IB_UVERBS_DEVICE_FLUSH_GLOBAL | \
 				 IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE)
 #define CV_PHYS_LINK_UP		5		/* ibv_devinfo: "LINK_UP" */
@@ -44,6 +45,7 @@ static void device_attr(const struct odpemu_device_attr *o, struct ibv_device_at
 	a->max_cqe = o->max_cqe;
 	a->max_mr = o->max_mr;
 	a->max_pd = o->max_pd;
+	a->max_mw = o->max_mw;
 	a->max_qp_rd_atom = o->max_qp_rd_atom;
 	a->max_res_rd_atom = o->max_qp_rd_atom * o->max_qp;
 	a->max_qp_init_rd_atom = o->max_qp_init_rd_atom;

@@ -96,6 +96,7 @@ struct odpemu_device_attr {
 	uint32_t vendor_id, vendor_part_id, hw_ver;
 	int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
 	int max_srq, max_srq_wr, max_srq_sge;
+	int max_mw;			/* memory windows, type 1 and 2 */
 	int max_qp_rd_atom, max_qp_init_rd_atom;
 	uint32_t max_inline_data;	/* odpemu: ibv reports it per QP only */
 	uint16_t max_pkeys;
@@ -186,6 +187,34 @@ int odpemu_dereg_mr(struct odpemu_mr *mr);
  * as `mr`, then have it trade keys with the old MR `old` and deregister `old`. Both must
  * be MRs of one context; leased MRs keep theirs (EBUSY). 0 or errno (EINVAL). */
 int odpemu_mr_swap_keys(struct odpemu_mr *mr, struct odpemu_mr *old);
+
+/* ---- memory windows (IBA 10.6.7; ibv_alloc_mw) ----
+ * A window is an rkey of its own over part of an MR registered with
+ * ODPEMU_ACCESS_MW_BIND, with its own remote access. It is bound by an
+ * ODPEMU_WR_BIND_MW work request (wr.bind_mw) on an RC or UC QP of its PD, in queue order,
+ * and completes with ODPEMU_WC_BIND_MW when signaled; a bind the rules refuse (MR without
+ * MW_BIND, window outside the MR, remote write without local write on the MR, a bound type
+ * 2 window, ZERO_BASED) completes ODPEMU_WC_MW_BIND_ERR and the QP goes to ERR.
+ * Type 1: any QP of the PD reaches it; each bind moves it (new key byte) or, with length 0,
+ * unbinds it. Type 2: only the QP it was bound through reaches it; ODPEMU_WR_LOCAL_INV
+ * (invalidate_rkey) or the peer's SEND_WITH_INV frees it to be bound again.
+ * An MR with bound windows is not deregistered (EINVAL, as rxe). */
+struct odpemu_mw {
+	struct odpemu_context *context;
+	struct odpemu_pd *pd;
+	uint32_t handle;
+	uint32_t rkey;			/* at allocation; a bind's new key is the caller's */
+	enum odpemu_mw_type type;
+};
+/* NULL with errno: EINVAL (type not 1 or 2), ENOMEM (max_mw reached, no memory). */
+struct odpemu_mw *odpemu_alloc_mw(struct odpemu_pd *pd, enum odpemu_mw_type type);
+/* A bound window is unbound first. 0 or errno. */
+int odpemu_dealloc_mw(struct odpemu_mw *mw);
+struct odpemu_mw_bind_info {
+	struct odpemu_mr *mr;		/* NULL with length 0: unbind (type 1) */
+	uint64_t addr, length;
+	unsigned int mw_access_flags;	/* REMOTE_READ | REMOTE_WRITE | REMOTE_ATOMIC */
+};
 
 /* ---- MR leases (docs/regcache.md) ----
  * ODPEMU_ACCESS_LEASE on a pinned registration (not with ON_DEMAND: EINVAL) adds a lease
@@ -445,6 +474,11 @@ struct odpemu_send_wr {
 			uint8_t level;		/* odpemu: ibv_wr_flush's level */
 		} flush;			/* odpemu: ibv has FLUSH in the extended API only */
 	} wr;
+	struct {			/* BIND_MW: the window, its new rkey (same index) */
+		struct odpemu_mw *mw;
+		uint32_t rkey;
+		struct odpemu_mw_bind_info bind_info;
+	} bind_mw;
 };
 /* ibv_post_send: the chain is one doorbell. 0 or errno with *bad_wr the first WR not
  * posted: EINVAL (opcode for the QP type, num_sge, inline size, QP in RESET/INIT/RTR),

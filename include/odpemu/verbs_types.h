@@ -60,6 +60,9 @@ enum odpemu_wr_props {
 					 * range's (FLUSH) */
 	ODPEMU_WRP_UC = 1 << 11,	/* may be posted on a UC QP (IBA 9.4: SEND and RDMA
 					 * WRITE, with or without immediate data) */
+	ODPEMU_WRP_LOCAL = 1 << 12,	/* a local operation (IBA 10.6.7: BIND_MW, LOCAL_INV):
+					 * no packet, no SGE; the requester carries it out in
+					 * queue order */
 };
 
 /* Work request opcode (ibv_wr_opcode): value, the completion opcode it produces, props.
@@ -69,6 +72,8 @@ enum odpemu_wr_props {
 #define ODPEMU_WRP_WRITE_ (ODPEMU_WRP_RC | ODPEMU_WRP_REMOTE | ODPEMU_WRP_PAYLOAD)
 #define ODPEMU_WRP_ATOMICS_ (ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_ATOMIC | \
 	ODPEMU_WRP_WORD8 | ODPEMU_WRP_ONE_PACKET | ODPEMU_WRP_REMOTE)
+/* Memory windows are bound and invalidated through RC and UC QPs (IBA 10.6.7.2). */
+#define ODPEMU_WRP_LOCAL_ (ODPEMU_WRP_RC | ODPEMU_WRP_UC | ODPEMU_WRP_LOCAL)
 #define ODPEMU_WR_OPCODES(X) \
 	X(ODPEMU_WR_, RDMA_WRITE, 0, ODPEMU_WC_RDMA_WRITE, ODPEMU_WRP_WRITE_ | ODPEMU_WRP_UC) \
 	X(ODPEMU_WR_, RDMA_WRITE_WITH_IMM, 1, ODPEMU_WC_RDMA_WRITE, \
@@ -80,7 +85,8 @@ enum odpemu_wr_props {
 	  ODPEMU_WRP_RC | ODPEMU_WRP_RESPONSE | ODPEMU_WRP_REMOTE) \
 	X(ODPEMU_WR_, ATOMIC_CMP_AND_SWP, 5, ODPEMU_WC_COMP_SWAP, ODPEMU_WRP_ATOMICS_) \
 	X(ODPEMU_WR_, ATOMIC_FETCH_AND_ADD, 6, ODPEMU_WC_FETCH_ADD, ODPEMU_WRP_ATOMICS_) \
-	X(ODPEMU_WR_, LOCAL_INV, 7, ODPEMU_WC_LOCAL_INV, 0)	/* not modelled */ \
+	X(ODPEMU_WR_, LOCAL_INV, 7, ODPEMU_WC_LOCAL_INV, ODPEMU_WRP_LOCAL_) \
+	X(ODPEMU_WR_, BIND_MW, 8, ODPEMU_WC_BIND_MW, ODPEMU_WRP_LOCAL_) \
 	X(ODPEMU_WR_, SEND_WITH_INV, 9, ODPEMU_WC_SEND, \
 	  ODPEMU_WRP_RC | ODPEMU_WRP_PAYLOAD | ODPEMU_WRP_INV) \
 	X(ODPEMU_WR_, FLUSH, 14, ODPEMU_WC_FLUSH, ODPEMU_WRP_RC | ODPEMU_WRP_ONE_PACKET | \
@@ -96,7 +102,7 @@ enum odpemu_wr_opcode { ODPEMU_WR_OPCODES(ODPEMU_ENUM_VALUE_) };
 #define ODPEMU_VENDOR_ERRS(X) \
 	X(NONE) X(FLUSH) X(BAD_LKEY) X(LKEY_RANGE) X(LKEY_ACCESS) X(LOCAL_FAULT) \
 	X(LOCAL_LEN) X(NAK_INV_REQ) X(NAK_ACCESS) X(NAK_OP) X(RETRY_EXC) X(RNR_EXC) \
-	X(RECV_TOO_SMALL) X(BAD_RESPONSE) X(BAD_WQE)
+	X(RECV_TOO_SMALL) X(BAD_RESPONSE) X(BAD_WQE) X(MW_BIND) X(LOCAL_INV)
 
 /* Send flags (ibv_send_flags). */
 enum odpemu_send_flags {
@@ -123,6 +129,8 @@ enum odpemu_access_flags {
 	ODPEMU_ACCESS_REMOTE_WRITE = 1 << 1,
 	ODPEMU_ACCESS_REMOTE_READ = 1 << 2,
 	ODPEMU_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	ODPEMU_ACCESS_MW_BIND = 1 << 4,		/* memory windows may be bound to the MR */
+	ODPEMU_ACCESS_ZERO_BASED = 1 << 5,	/* a window addressed from 0: refused, as rxe */
 	ODPEMU_ACCESS_ON_DEMAND = 1 << 6,
 	ODPEMU_ACCESS_FLUSH_GLOBAL = 1 << 8,
 	ODPEMU_ACCESS_FLUSH_PERSISTENT = 1 << 9,
@@ -132,7 +140,15 @@ enum odpemu_access_flags {
 };
 #define ODPEMU_ACCESS_ALL_MR (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE \
 	| ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_ON_DEMAND \
+	| ODPEMU_ACCESS_MW_BIND \
 	| ODPEMU_ACCESS_FLUSH_GLOBAL | ODPEMU_ACCESS_FLUSH_PERSISTENT | ODPEMU_ACCESS_LEASE)
+/* Bits a memory window's access flags may hold (IBA 10.6.7.2.2: remote access; local
+ * write is accepted and means nothing, as on rxe: pyverbs binds with it). */
+#define ODPEMU_ACCESS_ALL_MW (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ \
+	| ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_LOCAL_WRITE)
+/* Memory window types (ibv_mw_type). */
+enum odpemu_mw_type { ODPEMU_MW_TYPE_1 = 1, ODPEMU_MW_TYPE_2 = 2 };
+
 /* Bits a QP's access flags may hold: the remote operations it accepts. */
 #define ODPEMU_ACCESS_ALL_QP (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ \
 	| ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_FLUSH_GLOBAL | ODPEMU_ACCESS_FLUSH_PERSISTENT)

@@ -68,7 +68,7 @@ static inline bool odpemu_wr_shape_ok(const struct odpemu_wr_shape *s)
 	/* IBA C9-29 (atomics), IBA 1.5 (ATOMIC_WRITE): one naturally aligned 8-byte word */
 	if ((props & ODPEMU_WRP_WORD8) && (s->len != 8 || (s->remote_addr & 7)))
 		return false;
-	if ((props & ODPEMU_WRP_NO_LOCAL) && s->num_sge)
+	if ((props & (ODPEMU_WRP_NO_LOCAL | ODPEMU_WRP_LOCAL)) && s->num_sge)
 		return false;
 	return s->opcode != ODPEMU_WR_FLUSH || odpemu_wr_flush_ok(s);
 }

@@ -8,7 +8,11 @@
  *    limit (EINVAL) and within it (caps written back);
  *  - bad arguments as rdma-core documents them: posting in INIT, too many SGEs, an
  *    opcode odpemu does not model (EINVAL with *bad_wr), a bad lkey (LOC_PROT_ERR);
- *  - verbs outside the model refused, never crashing: MW, XRC, dmabuf, CVLAN CQ fields;
+ *  - verbs outside the model refused, never crashing: MW type 3, XRC, dmabuf, CVLAN CQ
+ *    fields;
+ *  - memory windows: type 1 bound by ibv_bind_mw, type 2 by IBV_WR_BIND_MW, RDMA WRITE and
+ *    READ through their rkeys, REM_ACCESS_ERR outside the window and after LOCAL_INV, an
+ *    MR with a bound window refused deregistration;
  *  - the ibv_qp_ex API (WRITE, ATOMIC_WRITE, FLUSH with odpemu/verbs_ext.h) and the
  *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
  *  - ibv_resize_cq with completions waiting, on an ibv_create_cq_ex CQ with a channel;
@@ -195,9 +199,9 @@ static void bad_arguments(struct ibv_mr *mr, void *buf)
 	T_CHECK(bad == &wr, "bad_wr names it");
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_BIND_MW;
-	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "BIND_MW: not modelled");
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "BIND_MW naming no window");
 	wr.opcode = IBV_WR_LOCAL_INV;
-	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "LOCAL_INV: not modelled");
+	T_EQ(ibv_post_send(qp, &wr, &bad), EINVAL, "LOCAL_INV with an SGE");
 	wr.opcode = IBV_WR_SEND;
 	sge[0].lkey = 0xdead00u;
 	T_EQ(ibv_post_send(qp, &wr, &bad), 0, "a SEND with a bad lkey is posted");
@@ -205,6 +209,122 @@ static void bad_arguments(struct ibv_mr *mr, void *buf)
 	T_EQ(ibv_destroy_qp(qp), 0, "destroy");
 	if (peer)
 		ibv_destroy_qp(peer);
+}
+
+/* qp on side 0 connected to *peer on side 1; NULL (nothing left) on failure. */
+static struct ibv_qp *qp_pair(struct ibv_qp **peer)
+{
+	struct ibv_qp *qp = make_qp(&s[0], 0);
+
+	*peer = NULL;
+	if (!qp || to_init(qp) || !(*peer = peer_of(qp)) ||
+	    connect_qp(qp, (*peer)->qp_num, &s[1].gid)) {
+		T_CHECK(0, "a QP pair: %m");
+		if (*peer)
+			ibv_destroy_qp(*peer);
+		if (qp)
+			ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+static void qp_pair_free(struct ibv_qp *qp, struct ibv_qp *peer)
+{
+	ibv_destroy_qp(qp);
+	ibv_destroy_qp(peer);
+}
+
+/* An RDMA op of len bytes from side 0's buf to raddr through rkey: its status. */
+static int rdma_via(struct ibv_qp *qp, enum ibv_wr_opcode op, struct ibv_mr *mr, void *buf,
+		    uint32_t len, void *raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 31, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)raddr, .rkey = rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(qp, &wr, &bad))
+		return -1;
+	return wait_wc(s[0].cq, &wc);
+}
+
+/* A signaled BIND_MW or LOCAL_INV on side 1: its status, the opcode checked. */
+static int local_op(struct ibv_qp *peer, struct ibv_send_wr *wr, enum ibv_wc_opcode want)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int st;
+
+	wr->send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(peer, wr, &bad))
+		return -1;
+	st = wait_wc(s[1].cq, &wc);
+	T_EQ(wc.opcode, want, "local operation's completion opcode");
+	return st;
+}
+
+/* Side 1 owns the MR and the windows; side 0 reaches them. */
+static void memory_windows(struct ibv_mr *lmr, uint8_t *lbuf)
+{
+	uint8_t *rbuf = h_cold(LEN);
+	struct ibv_mr *rmr = ibv_reg_mr(s[1].pd, rbuf, LEN, ACCESS | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw1 = ibv_alloc_mw(s[1].pd, IBV_MW_TYPE_1);
+	struct ibv_mw *mw2 = ibv_alloc_mw(s[1].pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind b1 = { .wr_id = 21, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { rmr, (uintptr_t)rbuf + 4096, 8192,
+			       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ } };
+	struct ibv_send_wr b2 = { .wr_id = 22, .opcode = IBV_WR_BIND_MW };
+	struct ibv_send_wr inv = { .wr_id = 23, .opcode = IBV_WR_LOCAL_INV };
+	struct ibv_device_attr da;
+	struct ibv_qp *qp, *peer;
+	struct ibv_wc wc;
+	uint32_t old;
+
+	T_CHECK(!ibv_query_device(s[1].ctx, &da) && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+		(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da.max_mw > 0,
+		"query_device reports memory windows");
+	T_CHECK(rmr && mw1 && mw2, "MR with MW_BIND and windows of type 1 and 2: %m");
+	if (!rmr || !mw1 || !mw2 || !(qp = qp_pair(&peer)))
+		return;
+	T_EQ(mw1->type, IBV_MW_TYPE_1, "mw1 type");
+	old = mw1->rkey;
+	T_EQ(ibv_bind_mw(peer, mw1, &b1), 0, "ibv_bind_mw");
+	T_EQ(mw1->rkey, ibv_inc_rkey(old), "ibv_bind_mw moved the rkey");
+	T_EQ(wait_wc(s[1].cq, &wc), IBV_WC_SUCCESS, "type 1 bind completes");
+	T_EQ(wc.opcode, IBV_WC_BIND_MW, "as BIND_MW");
+	memset(lbuf, 0x5a, 256);
+	T_EQ(rdma_via(qp, IBV_WR_RDMA_WRITE, lmr, lbuf, 256, rbuf + 4096 + 100, mw1->rkey),
+	     IBV_WC_SUCCESS, "WRITE through the type 1 window");
+	T_CHECK(!memcmp(rbuf + 4096 + 100, lbuf, 256), "the write landed");
+	T_EQ(rdma_via(qp, IBV_WR_RDMA_READ, lmr, lbuf + 1024, 256, rbuf + 4096 + 8192 - 256,
+		      mw1->rkey), IBV_WC_SUCCESS, "READ through the type 1 window");
+
+	b2.bind_mw.mw = mw2;
+	b2.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	b2.bind_mw.bind_info = (struct ibv_mw_bind_info){ rmr, (uintptr_t)rbuf, 4096,
+		IBV_ACCESS_REMOTE_WRITE };
+	T_EQ(local_op(peer, &b2, IBV_WC_BIND_MW), IBV_WC_SUCCESS, "type 2 bind by WR");
+	T_EQ(rdma_via(qp, IBV_WR_RDMA_WRITE, lmr, lbuf, 64, rbuf, b2.bind_mw.rkey),
+	     IBV_WC_SUCCESS, "WRITE through the type 2 window");
+	T_EQ(ibv_dereg_mr(rmr), EINVAL, "an MR with bound windows is not deregistered");
+	inv.invalidate_rkey = b2.bind_mw.rkey;
+	T_EQ(local_op(peer, &inv, IBV_WC_LOCAL_INV), IBV_WC_SUCCESS, "LOCAL_INV");
+	T_EQ(rdma_via(qp, IBV_WR_RDMA_WRITE, lmr, lbuf, 64, rbuf, b2.bind_mw.rkey),
+	     IBV_WC_REM_ACCESS_ERR, "WRITE after LOCAL_INV");
+	qp_pair_free(qp, peer);
+
+	if ((qp = qp_pair(&peer))) {
+		T_EQ(rdma_via(qp, IBV_WR_RDMA_WRITE, lmr, lbuf, 256, rbuf + 4096 + 8192 - 128,
+			      mw1->rkey), IBV_WC_REM_ACCESS_ERR, "WRITE past the window's end");
+		qp_pair_free(qp, peer);
+	}
+	while (ibv_poll_cq(s[1].cq, 1, &wc) > 0)
+		;	/* the peers' flushed receives, if any */
+	T_EQ(ibv_dealloc_mw(mw1), 0, "dealloc a bound type 1 window");
+	T_EQ(ibv_dealloc_mw(mw2), 0, "dealloc a type 2 window");
+	T_EQ(ibv_dereg_mr(rmr), 0, "then the MR goes");
 }
 
 static void refused(struct ibv_context *c, struct ibv_pd *pd)
@@ -215,7 +335,7 @@ static void refused(struct ibv_context *c, struct ibv_pd *pd)
 	struct ibv_qp *qp;
 
 	errno = 0;
-	T_CHECK(!ibv_alloc_mw(pd, IBV_MW_TYPE_1) && errno == EOPNOTSUPP, "alloc_mw");
+	T_CHECK(!ibv_alloc_mw(pd, (enum ibv_mw_type)3) && errno == EINVAL, "alloc_mw type 3");
 	errno = 0;
 	T_CHECK(!ibv_create_cq_ex(c, &cqa) && errno == EOPNOTSUPP, "CVLAN completions");
 	errno = 0;
@@ -871,6 +991,7 @@ int main(void)
 	rmr = ibv_reg_mr(s[1].pd, rbuf, LEN, ACCESS | IBV_ACCESS_FLUSH_GLOBAL | IBV_ACCESS_ON_DEMAND);
 	T_CHECK(lmr && rmr, "MRs: %m");
 	refused(s[0].ctx, s[0].pd);
+	memory_windows(lmr, lbuf);
 	queue_limits(s[0].ctx, s[0].pd, lmr, lbuf);
 	reset_cleans_cq(s[0].ctx, s[0].pd, lmr, lbuf);
 	extended_api(lbuf, lmr, rbuf, rmr);

@@ -50,10 +50,6 @@ struct gap {
 };
 
 static const struct gap gaps[] = {
-	{ "Create MW is not supported", CONF_SKIP, "memory windows" },
-	{ "memory window of type", CONF_SKIP, "memory windows" },
-	{ "Extended QP is not supported", CONF_SKIP, "memory windows (bind_mw through "
-	  "ibv_qp_ex)" },
 	{ "Multicast is not supported", CONF_SKIP, "multicast (ibv_attach_mcast, "
 	  "rdma_join_multicast): rxe has it" },
 	{ "test_imported_", CONF_ERROR, "ibv_import_device/pd/mr from another context" },
