@@ -353,8 +353,12 @@ static bool lie_up(struct liar *L, struct lie *l)
 	memset(l, 0, sizeof(*l));
 	h_qp_opts_default(&o);
 	o.depth = 16;
-	o.retry_cnt = 1;	/* a peer that errored answers nothing: give up soon */
-	o.timeout = 10;
+	/* A peer that errored answers nothing: give up soon, but not so soon that a busy
+	 * machine's slow answer looks like none (timeout 10, 4 ms, with one retry failed a
+	 * SEND that had to fault its receive buffer in, under ASan on a loaded 2-core CI
+	 * run): 67 ms, twice. */
+	o.retry_cnt = 2;
+	o.timeout = 14;
 	l->p.s[0].ctx = L->e->ctx[0];
 	l->p.s[1].ctx = L->e->ctx[1];
 	if (h_pair_up(L->e, &l->p, &o))
