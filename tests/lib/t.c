@@ -64,6 +64,24 @@ uint64_t t_seed(int argc, char **argv, uint64_t fallback)
 	return seed;
 }
 
+int t_run_cases(int argc, char **argv, const struct t_case *cases, size_t n)
+{
+	const char *only = NULL;
+	bool ran = false;
+
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--case"))
+			only = argv[i + 1];
+	for (size_t i = 0; i < n; i++)
+		if (!only || !strcmp(only, cases[i].name)) {
+			cases[i].fn();
+			ran = true;
+		}
+	if (!ran)
+		printf("no case named %s\n", only);
+	return ran ? 0 : 1;
+}
+
 void t_hex(const void *buf, size_t len, char *out)
 {
 	static const char digits[] = "0123456789abcdef";

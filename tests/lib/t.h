@@ -46,6 +46,14 @@ void t_fill(struct t_rng *r, void *buf, size_t len);
  * a failing run can be repeated. */
 uint64_t t_seed(int argc, char **argv, uint64_t fallback);
 
+/* A named test case, for programs of several (`--case NAME` runs one). */
+struct t_case {
+	const char *name;
+	void (*fn)(void);
+};
+/* Run the case named by --case, or all: 0, or 1 (printed) when no case has that name. */
+int t_run_cases(int argc, char **argv, const struct t_case *cases, size_t n);
+
 /* Bytes as lowercase hex into out (2*len+1 bytes). */
 void t_hex(const void *buf, size_t len, char *out);
 /* Parse hex (no separators) into buf; returns bytes written or -1. */

@@ -251,10 +251,7 @@ static void test_dereg_dealloc(void)
 	done(p, &x, NULL);	/* the MR deregisters now (checked) */
 }
 
-static const struct mw_case {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_case cases[] = {
 	{ "type1-write-read", test_type1_write_read },
 	{ "outside-window", test_outside_window },
 	{ "window-access", test_window_access },
@@ -267,21 +264,8 @@ static const struct mw_case {
 /* usage: test-mw [--seed N] [--case NAME]; no case: all of them. */
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-	bool ran = false;
-
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--case") && i + 1 < argc)
-			only = argv[i + 1];
 	rng.s = t_seed(argc, argv, 1);
-	for (size_t i = 0; i < T_ARRAY_SIZE(cases); i++)
-		if (!only || !strcmp(only, cases[i].name)) {
-			cases[i].fn();
-			ran = true;
-		}
-	if (!ran) {
-		printf("no case named %s\n", only);
+	if (t_run_cases(argc, argv, cases, T_ARRAY_SIZE(cases)))
 		return 1;
-	}
 	return t_done("nic-mw");
 }

@@ -1228,10 +1228,7 @@ static void test_rx_drops_counted(void)
 
 /* One behaviour per case; meson runs each as its own test (tests/nic/meson.build passes
  * its list to --check, so a case missing there fails the suite). */
-static const struct rc_case {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_case cases[] = {
 	{ "send-sizes", test_send_sizes },
 	{ "send-imm-inline-unsignaled", test_send_imm_inline_unsignaled },
 	{ "write-read", test_write_read },
@@ -1285,24 +1282,11 @@ static int check_list(int n, char **names)
 /* usage: test-rc-ops [--seed N] [--case NAME | --check NAME...]; no case: all of them. */
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-	bool ran = false;
-
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--check"))
 			return check_list(argc - i - 1, argv + i + 1);
-		if (!strcmp(argv[i], "--case") && i + 1 < argc)
-			only = argv[i + 1];
-	}
 	rng.s = t_seed(argc, argv, 1);
-	for (size_t i = 0; i < NCASES; i++)
-		if (!only || !strcmp(only, cases[i].name)) {
-			cases[i].fn();
-			ran = true;
-		}
-	if (!ran) {
-		printf("no case named %s\n", only);
+	if (t_run_cases(argc, argv, cases, NCASES))
 		return 1;
-	}
 	return t_done("nic-rc-ops");
 }

@@ -298,10 +298,7 @@ static void test_odp_caps(void)
 	pair_free(p);
 }
 
-static const struct uc_case {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_case cases[] = {
 	{ "multi-packet", test_multi_packet },
 	{ "lost-middle", test_lost_middle },
 	{ "lost-last", test_lost_last },
@@ -315,21 +312,8 @@ static const struct uc_case {
 /* usage: test-uc-ops [--seed N] [--case NAME]; no case: all of them. */
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-	bool ran = false;
-
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--case") && i + 1 < argc)
-			only = argv[i + 1];
 	rng.s = t_seed(argc, argv, 1);
-	for (size_t i = 0; i < T_ARRAY_SIZE(cases); i++)
-		if (!only || !strcmp(only, cases[i].name)) {
-			cases[i].fn();
-			ran = true;
-		}
-	if (!ran) {
-		printf("no case named %s\n", only);
+	if (t_run_cases(argc, argv, cases, T_ARRAY_SIZE(cases)))
 		return 1;
-	}
 	return t_done("nic-uc-ops");
 }
