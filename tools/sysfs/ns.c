@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The namespaces of `odpemu-run --sysfs`. Root: a private mount namespace. Anyone else: a
- * user namespace that maps only the caller's own uid and gid to themselves, with a mount
- * namespace it owns. The identity map (not unshare -r's uid 0) means the command exec'd
+ * The namespaces of `odpemu-run --sysfs`. Root: a private mount namespace. Anyone else,
+ * and a root without CAP_SYS_ADMIN (a container's): a user namespace that maps only the
+ * caller's own uid and gid to themselves, with a mount namespace it owns. The identity map (not unshare -r's uid 0) means the command exec'd
  * afterwards runs as the caller with no capabilities (execve drops them for a non-zero
  * uid), so programs that behave differently as root do not, and the daemons' SO_PEERCRED
  * checks see the caller's real uid either way.
@@ -128,8 +128,12 @@ static int enter_namespaces(void)
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 
-	if (uid == 0)
-		return unshare(CLONE_NEWNS) ? fail("make a private mount namespace", errno) : 0;
+	if (uid == 0 && !unshare(CLONE_NEWNS))
+		return 0;
+	if (uid == 0 && errno != EPERM)
+		return fail("make a private mount namespace", errno);
+	/* not root, or a root without CAP_SYS_ADMIN (a container's): a user namespace of
+	 * our own may still be allowed */
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
 		return fail("make a private user and mount namespace", errno);
 	if (map_identity(uid, gid))
