@@ -250,7 +250,7 @@ static const struct ctr_row dev_rows[] = {
 	SNAP_(cm_listeners, cm_listeners), SNAP_(cm_connections, cm_connections),
 	EMU_UDP_STATS(UDP_)
 	EMU_WIRE_STATS(WIRE_)
-	NIC_(faults_raised) NIC_(faults_failed)
+	NIC_(faults_raised) NIC_(faults_failed) NIC_(cq_overruns_ignored)
 	SNAP_(fault_jobs, fault.jobs), SNAP_(fault_resolve_ns, fault.resolve_ns_total),
 	SNAP_(fault_queue_wait_ns, fault.wait_ns_total),
 	DAEMON_(fault_deliver_wait_ns, ctr.fault_deliver_wait_ns),

@@ -581,6 +581,8 @@ static int op_create_cq(struct emu_req *r)
 	if (!q->cqe || q->cqe > nic_attr(r->s->d->nic)->max_cqe)
 		return emu_reply_err(r, -EINVAL, "create_cq: cqe %u not in 1..%u", q->cqe,
 				     nic_attr(r->s->d->nic)->max_cqe);
+	if (q->flags & ~(uint32_t)IPC_CQ_IGNORE_OVERRUN)
+		return emu_reply_err(r, -EINVAL, "create_cq: flags %#x", q->flags);
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_CQ)))
 		return emu_reply_no_obj(r, "create_cq");
 	size = ipc_pow2(q->cqe);
@@ -595,6 +597,8 @@ static int op_create_cq(struct emu_req *r)
 	}
 	emu_ring_setup(&o->u.cq.ring, o->map, 0, size, ipc_cq_slot());
 	nic_cq_set_owner(o->u.cq.cq, o);	/* nic/ writes its completions into the ring */
+	nic_cq_set_overrun(o->u.cq.cq, q->flags & IPC_CQ_IGNORE_OVERRUN ? NIC_CQ_OVERRUN_IGNORE :
+								      NIC_CQ_OVERRUN_ERROR);
 	o->u.cq.channel = ch;
 	if (ch)
 		ch->refs++;

@@ -38,10 +38,11 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		7	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		8	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
-					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW */
+					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
+					 * 8: ipc_create_cq_req.flags */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -342,9 +343,14 @@ struct ipc_cqe {
 };
 
 /* ---- CQ ---- request handle: 0, body: */
+/* IPC_CQ_IGNORE_OVERRUN: a completion finding the ring full is lost, and the CQ goes on
+ * (nic_cq_set_overrun), instead of CQ_ERR. */
+enum ipc_cq_flags { IPC_CQ_IGNORE_OVERRUN = 1u << 0 };
 struct ipc_create_cq_req {
 	uint32_t cqe;
 	uint32_t channel;		/* completion channel handle, 0: none */
+	uint32_t flags;			/* enum ipc_cq_flags; others: -EINVAL */
+	uint32_t pad;
 };
 /* Reply fd: the ring memfd (one struct ipc_ring at offset 0). */
 struct ipc_create_cq_rep {

@@ -52,9 +52,10 @@ void lib_cq_ack(struct lib_cq *cq, bool comp, uint32_t n)
 }
 
 static int create(struct lib_context *c, int cqe, struct odpemu_comp_channel *ch,
-		  struct ipc_create_cq_rep *rep, void **map)
+		  unsigned flags, struct ipc_create_cq_rep *rep, void **map)
 {
-	struct ipc_create_cq_req req = { .cqe = (uint32_t)cqe, .channel = ch ? ch->handle : 0 };
+	struct ipc_create_cq_req req = { .cqe = (uint32_t)cqe, .channel = ch ? ch->handle : 0,
+		.flags = flags & ODPEMU_CQ_IGNORE_OVERRUN ? IPC_CQ_IGNORE_OVERRUN : 0 };
 
 	return lib_call_ring(c, IPC_CREATE_CQ, IPC_DESTROY_CQ, &req, sizeof(req), rep,
 			     sizeof(*rep), &rep->handle, &rep->map_len, map);
@@ -90,6 +91,14 @@ ODPEMU_EXPORT struct odpemu_cq *odpemu_create_cq(struct odpemu_context *context,
 						 struct odpemu_comp_channel *channel,
 						 int comp_vector)
 {
+	return odpemu_create_cq_flags(context, cqe, cq_context, channel, comp_vector, 0);
+}
+
+ODPEMU_EXPORT struct odpemu_cq *odpemu_create_cq_flags(struct odpemu_context *context, int cqe,
+						       void *cq_context,
+						       struct odpemu_comp_channel *channel,
+						       int comp_vector, unsigned flags)
+{
 	struct ipc_create_cq_rep rep;
 	struct lib_context *c;
 	struct lib_cq *cq;
@@ -97,12 +106,12 @@ ODPEMU_EXPORT struct odpemu_cq *odpemu_create_cq(struct odpemu_context *context,
 	int rc;
 
 	if (!context || cqe < 1 || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
-	    (channel && channel->context != context)) {
+	    (channel && channel->context != context) || (flags & ~(unsigned)ODPEMU_CQ_IGNORE_OVERRUN)) {
 		errno = EINVAL;
 		return NULL;
 	}
 	c = lib_ctx(context);
-	rc = create(c, cqe, channel, &rep, &map);
+	rc = create(c, cqe, channel, flags, &rep, &map);
 	if (rc || !(cq = cq_new(c, &rep, map, &rc))) {
 		if (!rc)
 			lib_call_destroy(c, IPC_DESTROY_CQ, rep.handle);

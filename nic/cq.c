@@ -2,7 +2,8 @@
 /* Completion queues: a ring of work completions — nic/'s own, or the owner's written
  * through ports.cq_write (the daemon's shared ring: each completion is written once, where
  * the application reads it). Overflow puts the CQ in error and raises CQ_ERR (IBA
- * 11.4.2.1: the CQ is then unusable), as mlx5 and rxe do. */
+ * 11.4.2.1: the CQ is then unusable), as mlx5 and rxe do; a CQ created to ignore overruns
+ * (mlx5's IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) loses the completion instead and goes on. */
 #include "nic_int.h"
 
 int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out)
@@ -25,6 +26,11 @@ int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out)
 	nic->ctr.cqs++;
 	*out = cq;
 	return 0;
+}
+
+void nic_cq_set_overrun(struct nic_cq *cq, enum nic_cq_overrun policy)
+{
+	cq->overrun = policy;
 }
 
 int nic_cq_destroy(struct nic_cq *cq)
@@ -61,6 +67,10 @@ void nic_cq_push(struct nic_cq *cq, const struct nic_wc *wc, bool solicited)
 	if (cq->error)
 		return;
 	if (!(p->cq_write ? p->cq_write(p->ctx, cq, wc) : write_own(cq, wc))) {
+		if (cq->overrun == NIC_CQ_OVERRUN_IGNORE) {
+			cq->nic->ctr.cq_overruns_ignored++;
+			return;
+		}
 		cq->error = true;
 		nic_event(cq->nic, ODPEMU_EVENT_CQ_ERR, NULL, cq, NULL, NULL);
 		return;

@@ -270,6 +270,15 @@ enum nic_wc_flags {
 
 /* cqe entries in nic/'s own ring (none with ports.cq_write: the owner's ring counts). */
 int nic_cq_create(struct nic *nic, unsigned cqe, struct nic_cq **out);
+/* What a completion finds when the CQ is full (IBA 11.4.2.1; ibv_create_cq_ex's
+ * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN): the CQ fails with CQ_ERR, or, as mlx5 with that
+ * flag, the CQ and its QPs go on and the completion is lost (counted:
+ * cq_overruns_ignored). */
+enum nic_cq_overrun {
+	NIC_CQ_OVERRUN_ERROR,		/* the default, as every device */
+	NIC_CQ_OVERRUN_IGNORE,
+};
+void nic_cq_set_overrun(struct nic_cq *cq, enum nic_cq_overrun policy);
 int nic_cq_destroy(struct nic_cq *cq);		/* -EBUSY while a QP uses it */
 int nic_cq_poll(struct nic_cq *cq, struct nic_wc *wc, int n);
 /* The owner's object for this CQ (ports.cq_write and cq_notify find theirs through it);
@@ -456,6 +465,7 @@ struct nic_counters {
 	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
 	uint64_t gsi_received, gsi_sent;	/* QP1's MADs (gsi.c) */
 	uint64_t faults_raised, faults_failed;
+	uint64_t cq_overruns_ignored;	/* completions lost to a full NIC_CQ_OVERRUN_IGNORE CQ */
 	/* Error completions generated, by why (enum nic_vendor_err; FLUSH included): what
 	 * made a QP fail is then visible without the client's CQ. */
 	uint64_t wc_errors[NIC_VERR__COUNT];

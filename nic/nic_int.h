@@ -88,6 +88,7 @@ struct nic_cq {
 	void *owner;			/* nic_cq_set_owner */
 	struct nic_cqe_ring ring;	/* unused with ports.cq_write */
 	unsigned users;
+	enum nic_cq_overrun overrun;
 	bool armed, armed_solicited, error;
 };
 

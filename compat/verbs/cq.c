@@ -48,7 +48,8 @@ CV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 /* A CQ for both APIs: the ibv_cq head serves ibv_poll_cq, the ibv_cq_ex methods
  * start/next/end_poll (UCX creates with create_cq_ex and polls with ibv_poll_cq). */
 static struct cv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq_context,
-			    struct ibv_comp_channel *channel, int comp_vector, uint64_t wc_flags)
+			    struct ibv_comp_channel *channel, int comp_vector, uint64_t wc_flags,
+			    unsigned flags)
 {
 	struct cv_cq *cq;
 
@@ -62,8 +63,9 @@ static struct cv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq_
 		return cv_fail_null(EINVAL);
 	if (!(cq = calloc(1, sizeof(*cq))))
 		return cv_fail_null(ENOMEM);
-	cq->odp = odpemu_create_cq(cv_odp(context), (int)cqe, cq,
-				   channel ? ((struct cv_channel *)channel)->odp : NULL, comp_vector);
+	cq->odp = odpemu_create_cq_flags(cv_odp(context), (int)cqe, cq,
+					 channel ? ((struct cv_channel *)channel)->odp : NULL,
+					 comp_vector, flags);
 	if (!cq->odp) {
 		int err = errno;
 
@@ -92,7 +94,7 @@ CV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
 
 	if (cqe < 1)
 		return cv_fail_null(EINVAL);
-	cq = cq_new(context, (uint32_t)cqe, cq_context, channel, comp_vector, 0);
+	cq = cq_new(context, (uint32_t)cqe, cq_context, channel, comp_vector, 0, 0);
 	return cq ? ibv_cq_ex_to_cq(&cq->cqx) : NULL;
 }
 
@@ -108,7 +110,11 @@ struct ibv_cq_ex *cv_create_cq_ex(struct ibv_context *context, struct ibv_cq_ini
 	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && (!a->parent_domain ||
 	    a->parent_domain->context != context))
 		return cv_fail_null(EINVAL);	/* no parent domains exist here */
-	cq = cq_new(context, a->cqe, a->cq_context, a->channel, (int)a->comp_vector, a->wc_flags);
+	/* SINGLE_THREADED is a hint (the ring is lock-light already); IGNORE_OVERRUN is
+	 * mlx5's: an overrun loses completions instead of failing the CQ (nic/cq.c). */
+	cq = cq_new(context, a->cqe, a->cq_context, a->channel, (int)a->comp_vector, a->wc_flags,
+		    (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+		    (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) ? ODPEMU_CQ_IGNORE_OVERRUN : 0);
 	return cq ? &cq->cqx : NULL;
 }
 

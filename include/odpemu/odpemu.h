@@ -281,6 +281,14 @@ struct odpemu_cq {
  * ENOMEM. */
 struct odpemu_cq *odpemu_create_cq(struct odpemu_context *context, int cqe, void *cq_context,
 				   struct odpemu_comp_channel *channel, int comp_vector);
+/* odpemu_create_cq with flags: ODPEMU_CQ_IGNORE_OVERRUN is ibv_create_cq_ex's
+ * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN as mlx5 gives it: a completion that finds the CQ full
+ * is lost (the device counter cq_overruns_ignored says how many) and the CQ and its QPs go
+ * on, where a CQ without it fails with ODPEMU_EVENT_CQ_ERR. Other bits: EINVAL. */
+enum odpemu_cq_flags { ODPEMU_CQ_IGNORE_OVERRUN = 1u << 0 };
+struct odpemu_cq *odpemu_create_cq_flags(struct odpemu_context *context, int cqe,
+					 void *cq_context, struct odpemu_comp_channel *channel,
+					 int comp_vector, unsigned flags);
 /* EBUSY while a QP uses it. Unacknowledged CQ events make this wait, as ibv_destroy_cq. */
 int odpemu_destroy_cq(struct odpemu_cq *cq);
 /* ibv_resize_cq: grow or shrink cq to at least cqe entries (cq->cqe then says how many).

@@ -16,6 +16,7 @@
  *  - the ibv_qp_ex API (WRITE, ATOMIC_WRITE, FLUSH with odpemu/verbs_ext.h) and the
  *    ibv_cq_ex API (completion timestamps, ENOENT when empty);
  *  - ibv_resize_cq with completions waiting, on an ibv_create_cq_ex CQ with a channel;
+ *  - IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN: an overrun loses completions, without CQ_ERR;
  *  - event fds: EAGAIN when non-blocking and empty, EINTR when a signal interrupts;
  *  - MR decoherence as an async event; the mapping-change notifier through
  *    odpemu_ibv_watch_create; a leased MR broken, acknowledged and restored
@@ -904,6 +905,76 @@ static void resize_cq(uint8_t *buf, struct ibv_mr *mr)
 	T_EQ(ibv_destroy_comp_channel(ch), 0, "and its channel");
 }
 
+/* Device counter `name` of host 0 through a context of its own. */
+static unsigned long long dev_counter(const char *name)
+{
+	struct odpemu_context *ctx = h_open(&env, 0);
+	unsigned long long v = ctx ? h_counter(ctx, ODPEMU_COUNTERS_DEVICE, 0, name) : UINT64_MAX;
+
+	if (ctx)
+		odpemu_close_device(ctx);
+	return v;
+}
+
+/* The counter reaches want within 5 s. */
+static bool counter_reaches(const char *name, unsigned long long want)
+{
+	for (int i = 0; i < 500; i++) {
+		if (dev_counter(name) == want)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN as mlx5 gives it: six completions into a CQ of four
+ * lose two (counted), no CQ_ERR, and the CQ and its QP go on; without the flag the same
+ * overrun raises CQ_ERR (IBA 11.4.2.1). */
+static void cq_overrun(uint8_t *buf, struct ibv_mr *mr)
+{
+	struct ibv_cq_init_attr_ex a = { .cqe = 4, .wc_flags = IBV_WC_STANDARD_FLAGS,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS, .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(s[0].ctx, &a);
+	struct side x = { .ctx = s[0].ctx, .pd = s[0].pd, .cq = cqx ? ibv_cq_ex_to_cq(cqx) : NULL };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+		.grh = { .dgid = s[1].gid, .sgid_index = GID_IDX, .hop_limit = 1 } };
+	struct ibv_ah *ah = ibv_create_ah(s[0].pd, &aa);
+	struct ibv_qp *qp = x.cq ? ud_qp(&x) : NULL;
+	unsigned long long lost = dev_counter("cq_overruns_ignored");
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	if (!qp || !ah || lost == UINT64_MAX) {
+		T_CHECK(0, "cq_overrun: CQ, UD QP, AH, counter: %m");
+		return;
+	}
+	a.flags = 1u << 7;
+	T_CHECK(!ibv_create_cq_ex(s[0].ctx, &a) && errno == EOPNOTSUPP,
+		"an unknown CQ flag: EOPNOTSUPP (%m)");
+	T_EQ(x.cq->cqe, 4, "cq_overrun: created with 4");
+	T_EQ(post_ud_sends(qp, ah, mr, buf, 300, 6), 0, "six sends");
+	T_CHECK(counter_reaches("cq_overruns_ignored", lost + 2), "two completions lost, counted");
+	T_CHECK(!wait_event(s[0].ctx, IBV_EVENT_CQ_ERR, NULL, 100), "no CQ_ERR");
+	expect_wr_ids(cqx, 300, 4, "the four that fitted");
+	T_EQ(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi), 0, "query the QP");
+	T_EQ(qa.qp_state, IBV_QPS_RTS, "the QP goes on");
+	T_EQ(post_ud_sends(qp, ah, mr, buf, 310, 3), 0, "three more sends");
+	expect_wr_ids(cqx, 310, 3, "after the overrun");
+	T_EQ(ibv_destroy_qp(qp), 0, "destroy the QP");
+	T_EQ(ibv_destroy_cq(x.cq), 0, "destroy the CQ");
+
+	x.cq = ibv_create_cq(s[0].ctx, 4, NULL, NULL, 0);
+	qp = x.cq ? ud_qp(&x) : NULL;
+	T_CHECK(qp != NULL, "a CQ without the flag, its QP: %m");
+	if (qp) {
+		T_EQ(post_ud_sends(qp, ah, mr, buf, 320, 6), 0, "six sends");
+		T_CHECK(wait_event(s[0].ctx, IBV_EVENT_CQ_ERR, NULL, 5000), "CQ_ERR without the flag");
+		T_EQ(ibv_destroy_qp(qp), 0, "destroy the QP");
+	}
+	ibv_destroy_cq(x.cq);
+	ibv_destroy_ah(ah);
+}
+
 /* fork: the child gets its own copy of pinned memory, as Linux 5.13+ gives with rdma-core
  * (odpemu pins by moving pages into shared memory: without a copy a child's malloc and
  * writes would land in the parent's heap). A malloc'd buffer, sharing its page with the
@@ -1007,6 +1078,7 @@ int main(void)
 	}
 	fork_copy(lbuf, lmr);
 	resize_cq(lbuf, lmr);
+	cq_overrun(lbuf, lmr);
 	small_verbs(lmr, s[0].cq);
 	event_fds();
 	decoherence();
