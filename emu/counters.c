@@ -318,7 +318,7 @@ static uint64_t count_listeners(const struct emu_cm *cm)
 	uint64_t n = 0;
 
 	for (const struct emu_cm_listener *l = cm->listeners; l; l = l->next)
-		n++;
+		n += l->state == EMU_CM_PORT_LISTEN;	/* not rdma_bind_addr's reservations */
 	return n;
 }
 

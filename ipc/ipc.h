@@ -42,7 +42,8 @@
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
-					 * 8: ipc_create_cq_req.flags */
+					 * 8: ipc_create_cq_req.flags, CM_BIND and the
+					 * listen request's bound/family/flags */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -67,7 +68,7 @@
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
 	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41) X(ALLOC_MW, 42) \
-	X(DEALLOC_MW, 43)
+	X(DEALLOC_MW, 43) X(CM_BIND, 49)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -465,9 +466,15 @@ struct ipc_inject_req {
  * CM_CHANNEL: fd[0] = the daemon's end of a SOCK_SEQPACKET socket on which it sends one
  *   struct ipc_cm_event per event, for the listeners and connections made on it.
  *   CM_DESTROY of it closes the daemon's end.
+ * CM_BIND (struct ipc_cm_listen_req, backlog and bound unused): reserves (port space,
+ *   port, address or any) as rdma_bind_addr does; the reply is struct ipc_cm_listen_rep
+ *   (port 0 asked: the one picked). Nothing is heard on it until a CM_LISTEN names it.
  * CM_LISTEN (struct ipc_cm_listen_req): REQs for (port space, port, address or any) become
- *   CONNECT_REQUEST events. -EADDRINUSE if that service
- *   is already listened on (here, by any process).
+ *   CONNECT_REQUEST events; with `bound`, that CM_BIND reservation starts listening (its
+ *   address and port; the request's are ignored). Two reservations of a port clash by
+ *   the kernel's rules (cma_check_port): not when both have IPC_CM_REUSEADDR and neither
+ *   listens, nor when both are IPC_CM_AFONLY of different families; else -EADDRNOTAVAIL
+ *   if either is for any address, -EADDRINUSE if both are for the same one.
  * CM_CONNECT (struct ipc_cm_connect_req): the daemon sends a REQ to dst's QP1; the
  *   connection's events follow: CONNECT_RESPONSE (the REP: the peer's
  *   QP in ipc_cm_event.peer), REJECTED (status: the IB reject reason), UNREACHABLE
@@ -520,12 +527,19 @@ struct ipc_cm_private {
 	uint8_t pad[6];
 	uint8_t data[IPC_CM_PRIVATE_MAX];
 };
+/* rdma_set_option's RDMA_OPTION_ID_REUSEADDR and _AFONLY, as the reservation has them. */
+enum ipc_cm_port_flags { IPC_CM_REUSEADDR = 1u << 0, IPC_CM_AFONLY = 1u << 1 };
 struct ipc_cm_listen_req {
 	uint32_t channel;
 	uint16_t ps;			/* port space: 0x0106 TCP, 0x0111 UDP, 0x013F IB */
 	uint16_t backlog;		/* connections waiting for accept (0: 128) */
 	uint64_t user;			/* echoed in its CONNECT_REQUEST events */
 	struct ipc_cm_addr addr;	/* all-zero GID: any address of this device */
+	uint32_t bound;			/* CM_LISTEN: a CM_BIND reservation to listen on, or 0 */
+	uint16_t family;		/* AF_INET, AF_INET6, or 0: any (the address's family
+					 * is unknown, e.g. odpemu_cm_listen) */
+	uint8_t flags;			/* enum ipc_cm_port_flags */
+	uint8_t pad;
 };
 /* CM_LISTEN's reply: the listener, and its port (port 0 asked for one: the first free
  * from IPC_CM_EPHEMERAL_FIRST). */

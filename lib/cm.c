@@ -154,28 +154,60 @@ ODPEMU_EXPORT int odpemu_cm_get_event(struct odpemu_cm_channel *ch, struct odpem
 
 /* ---- listen, connect ---- */
 
-ODPEMU_EXPORT int odpemu_cm_listen(struct odpemu_cm_channel *ch, enum odpemu_cm_ps ps,
-				   const struct odpemu_cm_addr *addr, unsigned backlog,
-				   uint64_t user, uint32_t *listener, uint16_t *port)
+/* CM_BIND or CM_LISTEN. */
+static int reserve(struct odpemu_cm_channel *ch, enum ipc_op op, enum odpemu_cm_ps ps,
+		   const struct odpemu_cm_addr *addr, const struct odpemu_cm_port_opts *opts,
+		   uint32_t bound, unsigned backlog, uint64_t user, uint32_t *handle,
+		   uint16_t *port)
 {
-	struct ipc_cm_listen_req q = { .ps = (uint16_t)ps, .user = user };
+	struct ipc_cm_listen_req q = { .ps = (uint16_t)ps, .user = user, .bound = bound };
 	struct ipc_cm_listen_rep rep;
-	struct lib_call call = { .op = IPC_CM_LISTEN, .req = &q, .req_len = sizeof(q),
+	struct lib_call call = { .op = op, .req = &q, .req_len = sizeof(q),
 				 .rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep) };
 	int rc;
 
-	if (!ch || backlog > UINT16_MAX)
+	if (!ch || backlog > UINT16_MAX || (opts && opts->family != 0 &&
+	    opts->family != AF_INET && opts->family != AF_INET6))
 		return lib_fail(EINVAL);
 	q.channel = ch->handle;
 	q.backlog = (uint16_t)backlog;
 	to_ipc_addr(addr, &q.addr);
+	if (opts) {
+		q.family = (uint16_t)opts->family;
+		q.flags = (uint8_t)((opts->reuseaddr ? IPC_CM_REUSEADDR : 0) |
+				    (opts->afonly ? IPC_CM_AFONLY : 0));
+	}
 	if ((rc = lib_call(lib_ctx(ch->context), &call)))
 		return lib_fail(-rc);
-	if (listener)
-		*listener = rep.handle;
+	if (handle)
+		*handle = rep.handle;
 	if (port)
 		*port = rep.port;
 	return 0;
+}
+
+ODPEMU_EXPORT int odpemu_cm_bind(struct odpemu_cm_channel *ch, enum odpemu_cm_ps ps,
+				 const struct odpemu_cm_addr *addr,
+				 const struct odpemu_cm_port_opts *opts, uint32_t *bound,
+				 uint16_t *port)
+{
+	return reserve(ch, IPC_CM_BIND, ps, addr, opts, 0, 0, 0, bound, port);
+}
+
+ODPEMU_EXPORT int odpemu_cm_listen_ex(struct odpemu_cm_channel *ch, enum odpemu_cm_ps ps,
+				      const struct odpemu_cm_addr *addr,
+				      const struct odpemu_cm_port_opts *opts, uint32_t bound,
+				      unsigned backlog, uint64_t user, uint32_t *listener,
+				      uint16_t *port)
+{
+	return reserve(ch, IPC_CM_LISTEN, ps, addr, opts, bound, backlog, user, listener, port);
+}
+
+ODPEMU_EXPORT int odpemu_cm_listen(struct odpemu_cm_channel *ch, enum odpemu_cm_ps ps,
+				   const struct odpemu_cm_addr *addr, unsigned backlog,
+				   uint64_t user, uint32_t *listener, uint16_t *port)
+{
+	return reserve(ch, IPC_CM_LISTEN, ps, addr, NULL, 0, backlog, user, listener, port);
 }
 
 ODPEMU_EXPORT int odpemu_cm_connect(struct odpemu_cm_channel *ch, enum odpemu_cm_ps ps,

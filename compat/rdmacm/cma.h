@@ -105,12 +105,14 @@ struct cma_id {
 	enum cma_state state;
 	int dev;			/* -1: not bound to a device (wildcard) */
 	uint32_t conn;			/* the daemon's connection (0: none) */
-	uint32_t listen[CMA_MAX_DEVS];	/* the daemons' listeners (0: none) */
+	uint32_t listen[CMA_MAX_DEVS];	/* the daemons' listeners, or the port reservations
+					 * of rdma_bind_addr that become them (0: none) */
 	struct odpemu_cm_qp peer;	/* the peer's QP as the CM carried it */
 	uint32_t psn;			/* our starting PSN */
 	uint8_t resp_res, init_depth, retry, rnr_retry;
 	uint8_t tos, ack_timeout;
-	bool reuseaddr, afonly;
+	bool reuseaddr, afonly;		/* RDMA_OPTION_ID_REUSEADDR, _AFONLY */
+	bool afonly_set;		/* by rdma_set_option: else the bound family's default */
 	unsigned unacked;		/* events handed out and not yet acked */
 	pthread_cond_t acked;
 	struct ibv_sa_path_rec path;	/* route.path_rec points here */

@@ -3,6 +3,7 @@
  * without a channel) wait for their own events. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,11 +148,11 @@ static void unlink_id(struct cma_id *id)
 }
 
 /* The daemon's objects of this ID go (a connection still up is disconnected by it). */
+static void release_ports(struct cma_id *id);
+
 static void release_daemon(struct cma_id *id)
 {
-	for (int i = 0; i < CMA_MAX_DEVS; i++)
-		if (id->listen[i] && cma_dev(i))
-			odpemu_cm_destroy(odpemu_compat_context(cma_dev(i)->verbs), id->listen[i]);
+	release_ports(id);
 	if (id->conn && cma_dev(id->dev))
 		odpemu_cm_destroy(odpemu_compat_context(cma_dev(id->dev)->verbs), id->conn);
 }
@@ -175,60 +176,160 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *cid)
 	return 0;
 }
 
+/* The AFONLY an ID gets at bind unless rdma_set_option gave one: IPv4 only hears IPv4;
+ * IPv6 follows net.ipv6.bindv6only (0 unless changed: it hears IPv4 too), as the kernel's
+ * rdma_bind_addr. */
+static bool default_afonly(int family)
+{
+	FILE *f;
+	int v6only = 0;
+
+	if (family != AF_INET6)
+		return true;
+	if ((f = fopen("/proc/sys/net/ipv6/bindv6only", "re"))) {
+		if (fscanf(f, "%d", &v6only) != 1)
+			v6only = 0;
+		fclose(f);
+	}
+	return v6only != 0;
+}
+
+static struct odpemu_cm_port_opts port_opts(const struct cma_id *id)
+{
+	return (struct odpemu_cm_port_opts){ .family = id->id.route.addr.src_addr.sa_family,
+					     .reuseaddr = id->reuseaddr, .afonly = id->afonly };
+}
+
+/* The address a reservation or listener of id takes on a device: its own GID when bound
+ * to a device, the loopback address when bound to one no daemon runs on, else any. */
+static void taken_addr(const struct cma_id *id, struct odpemu_cm_addr *a)
+{
+	union ibv_gid loopback;
+
+	memset(a, 0, sizeof(*a));
+	if (id->dev >= 0) {
+		memcpy(a->gid.raw, id->id.route.addr.addr.ibaddr.sgid.raw, 16);
+	} else if (cma_is_loopback(&id->id.route.addr.src_addr)) {
+		cma_gid_of_addr(&id->id.route.addr.src_addr, &loopback);
+		memcpy(a->gid.raw, loopback.raw, 16);
+	}
+}
+
+static void release_ports(struct cma_id *id)
+{
+	for (int i = 0; i < CMA_MAX_DEVS; i++)
+		if (id->listen[i] && cma_dev(i))
+			odpemu_cm_destroy(odpemu_compat_context(cma_dev(i)->verbs), id->listen[i]);
+	memset(id->listen, 0, sizeof(id->listen));
+}
+
+/* One reservation on each device the ID takes (its own, or all of them), of one port: the
+ * one asked for, or one the first device picks. A pick a later device has taken is tried
+ * again from the next port, a few times. */
+static int reserve_ports(struct cma_id *id, int ndevs)
+{
+	struct sockaddr *src = &id->id.route.addr.src_addr;
+	struct odpemu_cm_port_opts o = port_opts(id);
+	uint16_t want = cma_port_of(src);
+	struct odpemu_cm_addr a;
+	int rc = 0;
+
+	taken_addr(id, &a);
+	for (int tries = 0; tries < 16; tries++) {
+		a.port = want;
+		rc = 0;
+		for (int i = 0; i < ndevs && !rc; i++) {
+			struct odpemu_cm_channel *och;
+
+			if (id->dev >= 0 && i != id->dev)
+				continue;
+			if (!(och = cma_channel_for(id->chan, i)))
+				rc = errno;
+			else
+				rc = odpemu_cm_bind(och, (enum odpemu_cm_ps)id->id.ps, &a, &o,
+						    &id->listen[i], &a.port);
+		}
+		if (!rc) {
+			cma_set_port(src, a.port);
+			return 0;
+		}
+		release_ports(id);
+		if (want || (rc != EADDRINUSE && rc != EADDRNOTAVAIL) || a.port == 65535)
+			break;
+		want = (uint16_t)(a.port + 1);	/* an explicit port from now on */
+	}
+	return errno = rc, -1;
+}
+
 /* A wildcard address, or a loopback address no daemon runs on, binds no device (id->verbs
  * stays NULL): the device is chosen by rdma_resolve_addr, or each device listens. A
  * loopback-bound listener hears only connections to the loopback address, as the kernel
  * matches the IP header's destination (cma_match_private_data). libfabric's verbs
  * provider relies on this: its passive fi_getinfo binds "localhost" and, finding no
- * device on the ID, offers the devices' own addresses (vrb_fill_addr). */
+ * device on the ID, offers the devices' own addresses (vrb_fill_addr).
+ * The port is reserved on the devices the address takes, as the kernel reserves it in
+ * the namespace (cma_get_port): REUSEADDR and AFONLY decide who may share it. */
 CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 {
 	struct cma_id *id = cma_id(cid);
 	socklen_t len;
-	int dev;
+	int dev, n;
 
 	if (!cid || !addr || !(len = cma_addr_len(addr)) || id->state != CMA_IDLE)
 		return errno = EINVAL, -1;
 	memcpy(&cid->route.addr.src_storage, addr, len);
-	id->state = CMA_BOUND;
 	if (addr->sa_family == AF_INET ?
 	    ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY) :
-	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr))
-		return cma_devices() < 0 ? -1 : 0;	/* no device yet: see above */
-	if ((dev = cma_dev_of_addr(addr)) < 0) {
-		if (cma_is_loopback(addr) && cma_devices() > 0)
-			return 0;	/* see above (a daemon on 127.0.0.2 owns that one) */
-		id->state = CMA_IDLE;
+	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr)) {
+		dev = -1;	/* no device yet: see above */
+	} else if ((dev = cma_dev_of_addr(addr)) < 0 &&
+		   (!cma_is_loopback(addr) || cma_devices() <= 0)) {
 		return errno = EADDRNOTAVAIL, -1;	/* no odpemu device has this address */
+	}	/* else a loopback address (a daemon on 127.0.0.2 owns that one) */
+	if ((n = cma_devices()) < 0)
+		return -1;
+	if (!id->afonly_set)
+		id->afonly = default_afonly(addr->sa_family);
+	if (dev >= 0)
+		cma_id_set_dev(id, dev);
+	if (reserve_ports(id, n)) {
+		int err = errno;
+
+		id->dev = -1;	/* as rdma_create_id left it */
+		cid->verbs = NULL;
+		cid->pd = NULL;
+		cid->port_num = 0;
+		memset(&cid->route.addr, 0, sizeof(cid->route.addr));
+		return errno = err, -1;
 	}
-	cma_id_set_dev(id, dev);
+	id->state = CMA_BOUND;
 	return 0;
 }
 
 static int listen_on(struct cma_id *id, int dev, uint16_t *port, unsigned backlog)
 {
 	struct odpemu_cm_channel *och = cma_channel_for(id->chan, dev);
-	struct odpemu_cm_addr a = { .port = *port };
-	union ibv_gid loopback;
+	struct odpemu_cm_port_opts o = port_opts(id);
+	struct odpemu_cm_addr a;
 	uint32_t handle;
 	int rc;
 
 	if (!och)
 		return -1;
-	if (id->dev >= 0) {
-		memcpy(a.gid.raw, id->id.route.addr.addr.ibaddr.sgid.raw, 16);
-	} else if (cma_is_loopback(&id->id.route.addr.src_addr)) {
-		cma_gid_of_addr(&id->id.route.addr.src_addr, &loopback);
-		memcpy(a.gid.raw, loopback.raw, 16);
-	}
-	rc = odpemu_cm_listen(och, (enum odpemu_cm_ps)id->id.ps, &a, backlog,
-			      (uint64_t)(uintptr_t)id, &handle, port);
+	taken_addr(id, &a);
+	a.port = *port;
+	rc = odpemu_cm_listen_ex(och, (enum odpemu_cm_ps)id->id.ps, &a, &o, id->listen[dev],
+				 backlog, (uint64_t)(uintptr_t)id, &handle, port);
 	if (rc)
 		return errno = rc, -1;
 	cma_set_handle(&id->listen[dev], handle);	/* requests may be arriving already */
 	return 0;
 }
 
+/* The reservations of rdma_bind_addr start listening (a device that came since listens
+ * afresh on the same port). A listener must be alone on its port: one that shares it
+ * through REUSEADDR fails with EADDRINUSE, as the kernel's rdma_listen; a failure leaves
+ * the ID bound with no reservation left. */
 CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
 {
 	struct cma_id *id = cma_id(cid);
@@ -248,8 +349,7 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
 			if (listen_on(id, i, &port, backlog > 0 ? (unsigned)backlog : 0)) {
 				int err = errno;
 
-				release_daemon(id);
-				memset(id->listen, 0, sizeof(id->listen));
+				release_ports(id);
 				return errno = err, -1;
 			}
 		}
@@ -258,29 +358,52 @@ CMA_EXPORT int rdma_listen(struct rdma_cm_id *cid, int backlog)
 	return 0;
 }
 
+/* Options as the kernel's ucma_set_option_id takes them: a wrong optlen is EINVAL, an
+ * unknown option ENOSYS; REUSEADDR may be set while idle or turned on until listening
+ * (rdma_set_reuseaddr), AFONLY until listening (rdma_set_afonly). Both shape rdma_bind_addr's
+ * reservation, so set them before binding. */
+static int set_id_option(struct cma_id *id, int optname, void *optval, size_t optlen)
+{
+	size_t want = optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY ?
+		      sizeof(int) : sizeof(uint8_t);
+	int v = optlen == sizeof(int) ? *(int *)optval : 0;
+
+	if (optname != RDMA_OPTION_ID_TOS && optname != RDMA_OPTION_ID_REUSEADDR &&
+	    optname != RDMA_OPTION_ID_AFONLY && optname != RDMA_OPTION_ID_ACK_TIMEOUT)
+		return errno = ENOSYS, -1;
+	if (optlen != want)
+		return errno = EINVAL, -1;
+	switch (optname) {
+	case RDMA_OPTION_ID_TOS:
+		id->tos = *(uint8_t *)optval;
+		return 0;
+	case RDMA_OPTION_ID_ACK_TIMEOUT:
+		id->ack_timeout = *(uint8_t *)optval;
+		return 0;
+	case RDMA_OPTION_ID_REUSEADDR:
+		if (!(v && id->state != CMA_LISTEN) && id->state != CMA_IDLE)
+			return errno = EINVAL, -1;
+		id->reuseaddr = v != 0;
+		return 0;
+	default:	/* AFONLY */
+		if (id->state != CMA_IDLE && id->state != CMA_BOUND)
+			return errno = EINVAL, -1;
+		id->afonly = v != 0;
+		id->afonly_set = true;
+		return 0;
+	}
+}
+
 CMA_EXPORT int rdma_set_option(struct rdma_cm_id *cid, int level, int optname, void *optval,
 			       size_t optlen)
 {
-	struct cma_id *id = cma_id(cid);
-
 	if (!cid || !optval)
 		return errno = EINVAL, -1;
-	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == sizeof(uint8_t))
-		id->tos = *(uint8_t *)optval;
-	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_REUSEADDR &&
-		 optlen == sizeof(int))
-		id->reuseaddr = *(int *)optval != 0;
-	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_AFONLY &&
-		 optlen == sizeof(int))
-		id->afonly = *(int *)optval != 0;
-	else if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT &&
-		 optlen == sizeof(uint8_t))
-		id->ack_timeout = *(uint8_t *)optval;
-	else if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+	if (level == RDMA_OPTION_ID)
+		return set_id_option(cma_id(cid), optname, optval, optlen);
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
 		return 0;	/* RoCE: the route is ours to build; a path record changes nothing */
-	else
-		return errno = ENOSYS, -1;
-	return 0;
+	return errno = ENOSYS, -1;
 }
 
 CMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)

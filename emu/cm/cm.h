@@ -74,6 +74,9 @@ const char *emu_cm_state_str(enum emu_cm_state s);
 
 struct emu_obj;
 
+/* A port reservation: made by rdma_bind_addr (CM_BIND), heard on once it listens. */
+enum emu_cm_port_state { EMU_CM_PORT_BOUND, EMU_CM_PORT_LISTEN };
+
 struct emu_cm_listener {
 	struct emu_cm_listener *next;
 	struct emu_obj *obj;		/* the session's listener object */
@@ -81,6 +84,9 @@ struct emu_cm_listener {
 	uint64_t user;
 	uint64_t service_id;
 	struct nic_gid addr;		/* all zero: any address of the device */
+	enum emu_cm_port_state state;
+	uint16_t family;		/* AF_INET, AF_INET6, 0: any (ipc_cm_listen_req) */
+	bool reuseaddr, afonly;		/* rdma_set_option's (ipc_cm_port_flags) */
 	unsigned backlog, pending;	/* connections in REQ_RCVD */
 };
 
@@ -147,6 +153,14 @@ struct cm_msg emu_cm_msg(enum cm_attr attr, uint64_t tid);
 void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, uint32_t ours,
 		   uint32_t theirs, enum cm_msg_response what, uint16_t reason,
 		   const struct ipc_cm_private *priv);
+
+/* ---- cm_port.c: sharing a port, hearing a request ---- */
+int emu_cm_port_check(const struct emu_cm *cm, const struct emu_cm_listener *self,
+		      uint64_t sid, const struct nic_gid *addr, uint16_t family, bool reuse,
+		      bool afonly);
+int emu_cm_port_pick(const struct emu_cm *cm, enum cm_port_space ps, const struct nic_gid *addr,
+		     uint16_t family, bool reuse, bool afonly);
+bool emu_cm_port_hears(const struct emu_cm_listener *l, uint64_t sid, const struct nic_gid *dst);
 
 /* ---- cm_conn.c, shared with cm_sidr.c ---- */
 struct emu_cm_conn *emu_cm_by_local_id(struct emu_cm *cm, uint32_t id);

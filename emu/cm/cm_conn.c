@@ -13,7 +13,6 @@
 #define MS 1000000ull
 #define NO_DEADLINE UINT64_MAX
 
-static const struct nic_gid any_gid;
 
 /* ---- lookups ---- */
 
@@ -44,7 +43,7 @@ static struct emu_cm_listener *emu_cm_listener_for(struct emu_cm *cm, uint64_t s
 						    const struct nic_gid *dst)
 {
 	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
-		if (l->service_id == sid && (gid_eq(&l->addr, &any_gid) || gid_eq(&l->addr, dst)))
+		if (emu_cm_port_hears(l, sid, dst))
 			return l;
 	return NULL;
 }

@@ -136,7 +136,6 @@ static bool gid_zero(const uint8_t *g)
 	return !memcmp(g, zero, 16);
 }
 
-/* Two listeners clash on one service when either takes any address or both take the same. */
 /* 127.0.0.0/8 (IPv4-mapped) or ::1: a listener there hears this host's own connections to
  * the loopback address only (their IP header's destination), as the kernel's. */
 static bool gid_loopback(const uint8_t *g)
@@ -147,64 +146,133 @@ static bool gid_loopback(const uint8_t *g)
 	return (!memcmp(g, v4mapped, 12) && g[12] == 127) || !memcmp(g, v6loop, 16);
 }
 
-static bool clashes(struct emu_cm *cm, uint64_t sid, const struct nic_gid *addr)
+static uint16_t port_of(uint64_t service_id)
 {
-	for (struct emu_cm_listener *l = cm->listeners; l; l = l->next)
-		if (l->service_id == sid && (gid_zero(l->addr.raw) || gid_zero(addr->raw) ||
-					     !memcmp(&l->addr, addr, sizeof(*addr))))
-			return true;
-	return false;
+	enum cm_port_space ps;
+	uint16_t port = 0;
+
+	cm_service_id_split(service_id, &ps, &port);
+	return port;
 }
 
-/* Port 0: the first free port from IPC_CM_EPHEMERAL_FIRST, as the kernel's ephemeral range. */
-static int pick_port(struct emu_cm *cm, uint16_t ps, const struct nic_gid *addr)
+static bool known_family(uint16_t f)
 {
-	for (unsigned p = IPC_CM_EPHEMERAL_FIRST; p <= 65535; p++)
-		if (!clashes(cm, cm_service_id((enum cm_port_space)ps, (uint16_t)p), addr))
-			return (int)p;
-	return -EADDRINUSE;
+	return f == 0 || f == AF_INET || f == AF_INET6;
 }
 
+/* A request's reservation, checked: its service and address into l; 0 or the reply. */
+static int reservation_of(struct emu_req *r, const struct ipc_cm_listen_req *q, const char *op,
+			  struct emu_cm_listener *l)
+{
+	struct emu_cm *cm = cm_of(r);
+	bool reuse = q->flags & IPC_CM_REUSEADDR, afonly = q->flags & IPC_CM_AFONLY;
+	int port, rc;
+
+	memcpy(l->addr.raw, q->addr.gid, 16);
+	if (!gid_zero(l->addr.raw) && !gid_loopback(l->addr.raw) &&
+	    memcmp(&l->addr, &cm->gid, sizeof(l->addr)))
+		return emu_reply_err(r, -EADDRNOTAVAIL, "%s: the address is not this device's", op);
+	if (!cm_service_id((enum cm_port_space)q->ps, 1))
+		return emu_reply_err(r, -EPROTONOSUPPORT, "%s: port space %#x", op, (unsigned)q->ps);
+	if (!known_family(q->family) || (q->flags & ~(unsigned)(IPC_CM_REUSEADDR | IPC_CM_AFONLY)))
+		return emu_reply_err(r, -EINVAL, "%s: family %u, flags %#x", op,
+				     (unsigned)q->family, (unsigned)q->flags);
+	port = q->addr.port ? q->addr.port : emu_cm_port_pick(cm, (enum cm_port_space)q->ps,
+							       &l->addr, q->family, reuse, afonly);
+	if (port < 0)
+		return emu_reply_err(r, port, "%s: no free port in %s", op,
+				     cm_port_space_str((enum cm_port_space)q->ps));
+	l->service_id = cm_service_id((enum cm_port_space)q->ps, (uint16_t)port);
+	if ((rc = emu_cm_port_check(cm, NULL, l->service_id, &l->addr, q->family, reuse, afonly)))
+		return emu_reply_err(r, rc, "%s: port %u of %s is taken%s", op, (unsigned)port,
+				     cm_port_space_str((enum cm_port_space)q->ps),
+				     rc == -EADDRNOTAVAIL ? " (by or for any address)" : "");
+	l->family = q->family;
+	l->reuseaddr = reuse;
+	l->afonly = afonly;
+	return 0;
+}
+
+/* A new reservation in state `state` on channel ch, replied to with its handle and port. */
+static int reserve(struct emu_req *r, const struct ipc_cm_listen_req *q, struct emu_obj *ch,
+		   enum emu_cm_port_state state, const char *op)
+{
+	struct emu_cm *cm = cm_of(r);
+	struct emu_cm_listener *l = calloc(1, sizeof(*l));
+	struct emu_obj *o;
+	int rc;
+
+	if (!l)
+		return emu_reply_err(r, -ENOMEM, "%s: out of memory", op);
+	if ((rc = reservation_of(r, q, op, l))) {
+		free(l);
+		return rc;
+	}
+	if (!(o = emu_obj_new(r->s, EMU_OBJ_CM_LISTEN))) {
+		free(l);
+		return emu_reply_err(r, -ENOMEM, "too many objects");
+	}
+	l->obj = o;
+	l->user = q->user;
+	l->state = state;
+	l->backlog = q->backlog ? q->backlog : EMU_CM_BACKLOG;
+	l->next = cm->listeners;
+	set_channel(&l->channel, ch);
+	cm->listeners = l;
+	o->u.cm_listen = l;
+	if (state == EMU_CM_PORT_LISTEN) {
+		l->reuseaddr = false;	/* a listener is unique on its port (rdma_listen) */
+		cm->ctr.listens++;
+	}
+	return ok(r, &(struct ipc_cm_listen_rep){ .handle = o->handle,
+			.port = port_of(l->service_id) }, sizeof(struct ipc_cm_listen_rep));
+}
+
+/* rdma_listen on a reservation of rdma_bind_addr's: it must be unique on its port now,
+ * REUSEADDR or not (rdma_listen: cma_check_port without reuse). */
+static int listen_bound(struct emu_req *r, const struct ipc_cm_listen_req *q, struct emu_obj *ch)
+{
+	struct emu_obj *o = emu_obj_get(r->s, q->bound, EMU_OBJ_CM_LISTEN);
+	struct emu_cm *cm = cm_of(r);
+	struct emu_cm_listener *l = o ? o->u.cm_listen : NULL;
+	bool afonly = q->flags & IPC_CM_AFONLY;
+	int rc;
+
+	if (!l || l->state != EMU_CM_PORT_BOUND)
+		return emu_reply_err(r, -EINVAL, "cm_listen: %u is not a bound port", q->bound);
+	if (q->flags & ~(unsigned)(IPC_CM_REUSEADDR | IPC_CM_AFONLY))
+		return emu_reply_err(r, -EINVAL, "cm_listen: flags %#x", (unsigned)q->flags);
+	if ((rc = emu_cm_port_check(cm, l, l->service_id, &l->addr, l->family, false, afonly)))
+		return emu_reply_err(r, rc, "cm_listen: port %u is shared (REUSEADDR): a "
+				     "listener must be alone on it",
+				     (unsigned)port_of(l->service_id));
+	l->state = EMU_CM_PORT_LISTEN;
+	l->reuseaddr = false;
+	l->afonly = afonly;
+	l->user = q->user;
+	l->backlog = q->backlog ? q->backlog : EMU_CM_BACKLOG;
+	set_channel(&l->channel, ch);
+	cm->ctr.listens++;
+	return ok(r, &(struct ipc_cm_listen_rep){ .handle = o->handle,
+			.port = port_of(l->service_id) }, sizeof(struct ipc_cm_listen_rep));
+}
+
+/* CM_BIND and CM_LISTEN. */
 static int op_cm_listen(struct emu_req *r)
 {
 	const struct ipc_cm_listen_req *q = r->body;
-	struct emu_cm *cm = cm_of(r);
-	struct ipc_cm_listen_rep rep = { 0 };
-	struct emu_cm_listener *l;
-	struct emu_obj *ch, *o;
-	struct nic_gid addr;
-	int port;
+	bool bind = r->hdr->op == IPC_CM_BIND;
+	struct emu_obj *ch;
 
 	EMU_WANT_BODY(r, struct ipc_cm_listen_req);
 	if (!(ch = channel_of(r, q->channel)))
-		return emu_reply_err(r, -ENOENT, "cm_listen: no CM channel %u", q->channel);
-	memcpy(addr.raw, q->addr.gid, 16);
-	if (!gid_zero(addr.raw) && !gid_loopback(addr.raw) && memcmp(&addr, &cm->gid, sizeof(addr)))
-		return emu_reply_err(r, -EADDRNOTAVAIL, "cm_listen: the address is not this "
-				     "device's");
-	if (!cm_service_id((enum cm_port_space)q->ps, 1))
-		return emu_reply_err(r, -EPROTONOSUPPORT, "cm_listen: port space %#x",
-				     (unsigned)q->ps);
-	port = q->addr.port ? q->addr.port : pick_port(cm, q->ps, &addr);
-	if (port < 0 || clashes(cm, cm_service_id((enum cm_port_space)q->ps, (uint16_t)port),
-				&addr))
-		return emu_reply_err(r, -EADDRINUSE, "cm_listen: port %u of %s is taken",
-				     (unsigned)q->addr.port,
-				     cm_port_space_str((enum cm_port_space)q->ps));
-	if (!(l = calloc(1, sizeof(*l))) || !(o = emu_obj_new(r->s, EMU_OBJ_CM_LISTEN))) {
-		free(l);
-		return emu_reply_err(r, -ENOMEM, "cm_listen: out of memory");
-	}
-	*l = (struct emu_cm_listener){ .obj = o, .user = q->user, .addr = addr,
-		.service_id = cm_service_id((enum cm_port_space)q->ps, (uint16_t)port),
-		.backlog = q->backlog ? q->backlog : EMU_CM_BACKLOG, .next = cm->listeners };
-	set_channel(&l->channel, ch);
-	cm->listeners = l;
-	cm->ctr.listens++;
-	o->u.cm_listen = l;
-	rep.handle = o->handle;
-	rep.port = (uint16_t)port;
-	return ok(r, &rep, sizeof(rep));
+		return emu_reply_err(r, -ENOENT, "%s: no CM channel %u",
+				     bind ? "cm_bind" : "cm_listen", q->channel);
+	if (bind)
+		return reserve(r, q, ch, EMU_CM_PORT_BOUND, "cm_bind");
+	if (q->bound)
+		return listen_bound(r, q, ch);
+	return reserve(r, q, ch, EMU_CM_PORT_LISTEN, "cm_listen");
 }
 
 static int op_cm_connect(struct emu_req *r)
@@ -313,6 +381,7 @@ emu_op_fn emu_cm_op(unsigned op)
 {
 	switch (op) {
 	case IPC_CM_CHANNEL: return op_cm_channel;
+	case IPC_CM_BIND:
 	case IPC_CM_LISTEN: return op_cm_listen;
 	case IPC_CM_CONNECT: return op_cm_connect;
 	case IPC_CM_ACCEPT: return op_cm_accept;

@@ -17,6 +17,7 @@
 #ifndef ODPEMU_CM_H
 #define ODPEMU_CM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,10 +101,35 @@ int odpemu_cm_get_event(struct odpemu_cm_channel *channel, struct odpemu_cm_even
 
 /* REQs for (port space, addr.port) on addr (or any of the device's) become
  * CONNECT_REQUEST events with `user`. Port 0: the daemon picks a free one. *listener and
- * *port (may be NULL) say which. EADDRINUSE: that service is listened on already. */
+ * *port (may be NULL) say which. EADDRINUSE: that service is listened on already
+ * (EADDRNOTAVAIL when for any address); odpemu_cm_listen_ex's rules, family unknown. */
 int odpemu_cm_listen(struct odpemu_cm_channel *channel, enum odpemu_cm_ps ps,
 		     const struct odpemu_cm_addr *addr, unsigned backlog, uint64_t user,
 		     uint32_t *listener, uint16_t *port);
+/* How a port reservation shares its port with others (rdma_set_option's
+ * RDMA_OPTION_ID_REUSEADDR and _AFONLY, by the kernel's rules, cma_check_port): two
+ * reservations of one port in one port space clash unless both allow reuse and neither
+ * listens, or both are afonly and of different families; the clash is EADDRNOTAVAIL when
+ * either takes any address, EADDRINUSE when both take the same one. A listener for any
+ * address hears every family unless afonly. family: AF_INET, AF_INET6, or 0 when unknown
+ * (heard as not afonly; odpemu_cm_listen's). */
+struct odpemu_cm_port_opts {
+	int family;
+	bool reuseaddr, afonly;
+};
+/* rdma_bind_addr: reserve (ps, addr.port) on addr (all zero: any of the device's); port
+ * 0: the daemon picks one. *bound is the reservation (odpemu_cm_destroy frees it), *port
+ * its port. Nothing is heard on it before odpemu_cm_listen_ex names it. */
+int odpemu_cm_bind(struct odpemu_cm_channel *channel, enum odpemu_cm_ps ps,
+		   const struct odpemu_cm_addr *addr, const struct odpemu_cm_port_opts *opts,
+		   uint32_t *bound, uint16_t *port);
+/* odpemu_cm_listen with port options; with bound (an odpemu_cm_bind reservation, not 0)
+ * that reservation listens (its address and port: ps and addr are not used; *listener
+ * is bound) and must then be alone on its port, reuse or not (rdma_listen). */
+int odpemu_cm_listen_ex(struct odpemu_cm_channel *channel, enum odpemu_cm_ps ps,
+			const struct odpemu_cm_addr *addr, const struct odpemu_cm_port_opts *opts,
+			uint32_t bound, unsigned backlog, uint64_t user, uint32_t *listener,
+			uint16_t *port);
 /* Send a REQ from src (this device's address, and a source port) to dst, for our qp, with
  * up to 56 bytes of private data. Events of *conn follow on the channel. */
 int odpemu_cm_connect(struct odpemu_cm_channel *channel, enum odpemu_cm_ps ps,

@@ -10,7 +10,7 @@
  *  - reject with private data: REJECTED, reason CONSUMER_DEFINED (28), the data;
  *  - no listener: REJECTED, reason INVALID_SERVICE_ID (8), in one round trip;
  *  - an address where no CM answers: UNREACHABLE (-ETIMEDOUT) after the retries;
- *  - a second listener on a taken port: EADDRINUSE;
+ *  - a second listener on a taken port: EADDRNOTAVAIL (both for any address);
  *  - the accepting process killed while connected: the initiator gets DISCONNECTED.
  */
 #include <errno.h>
@@ -355,8 +355,8 @@ static void body(struct h_env *e)
 	T_EQ(odpemu_cm_listen(b.ch, ODPEMU_CM_PS_TCP, &any, 8, 0xb0b, &l, &port), 0, "listen");
 	T_CHECK(port >= 49152, "the daemon picked an ephemeral port: %u", port);
 	any.port = port;
-	T_EQ(odpemu_cm_listen(b.ch, ODPEMU_CM_PS_TCP, &any, 8, 0, &l2, NULL), EADDRINUSE,
-	     "a second listener on that port");
+	T_EQ(odpemu_cm_listen(b.ch, ODPEMU_CM_PS_TCP, &any, 8, 0, &l2, NULL), EADDRNOTAVAIL,
+	     "a second listener for any address on that port (cma_check_port)");
 	T_EQ(odpemu_cm_destroy_channel(b.ch), EBUSY, "a channel in use stays");
 	connect_disconnect(&a, &b, port);
 	fresh_qp(&a);

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma_cm's port space (rdmacm_ports.c, the program given as argv[1]) between the two
+ * daemons of the e2e harness, run as a client program is: in host 0's place with the
+ * drop-ins on its library path, so that it loads no other copy of odpemu's library.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat_run.h"
+#include "t.h"
+
+static struct h_env env;
+
+int main(int argc, char **argv)
+{
+	struct cr_args a = { 0 };
+	char *out = NULL;
+	int rc;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s RDMACM-PORTS-PROGRAM\n", argv[0]);
+		return 2;
+	}
+	h_up(&env, NULL, NULL, 180);
+	if (strchr(env.host[0].addr, ':'))
+		h_skip(&env, "its cases need IPv4 test hosts");
+	cr_push(&a, argv[1], env.host[0].addr, env.host[1].addr, NULL);
+	rc = cr_run(&env, 0, &a, NULL, &out, 120);
+	printf("%s", out ? out : "(no output)\n");
+	T_CHECK(rc == 0, "%s: exit %d", cr_cmdline(&a), rc);
+	free(out);
+	if (t_failures) {
+		h_show_log(&env, 0);
+		h_show_log(&env, 1);
+	}
+	h_down(&env);
+	return t_done("compat-rdmacm-ports");
+}
