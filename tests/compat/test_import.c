@@ -174,7 +174,17 @@ static void same_process(void)
 	     IBV_WC_SUCCESS, "WRITE into the imported MR's rkey");
 	T_CHECK(buf[0] == 0xa5 && buf[LEN - 1] == 0xa5, "it landed in the original's buffer");
 
-	/* the original goes first: the import holds the session (and the objects) */
+	/* an unimport frees only the struct: a second import, let go, leaves the MR working */
+	{
+		struct ibv_mr *again = ibv_import_mr(ipd, mr->handle);
+
+		T_CHECK(again && again->lkey == mr->lkey, "the MR imported twice");
+		ibv_unimport_mr(again);
+	}
+	/* the original goes first, letting go of its structs (ibv_unimport_* as the man
+	 * pages allow): the import holds the session (and the objects) */
+	ibv_unimport_mr(mr);
+	ibv_unimport_pd(pd);
 	T_EQ(ibv_close_device(ctx), 0, "close the original context");
 	memset(peer_buf, 0x11, LEN);
 	T_EQ(write_wait(&peer, (uintptr_t)peer_buf, peer_mr->lkey, (uintptr_t)buf, imr->rkey, LEN),
@@ -184,8 +194,8 @@ static void same_process(void)
 	     IBV_WC_SUCCESS, "WRITE from it too");
 	free_end(&e);
 	free_end(&peer);
-	ibv_unimport_mr(imr);
-	ibv_unimport_pd(ipd);
+	T_EQ(ibv_dereg_mr(imr), 0, "dereg through the import destroys the MR");
+	T_EQ(ibv_dealloc_pd(ipd), 0, "and dealloc the PD");
 	T_EQ(ibv_close_device(imp), 0, "close the import: the last context of the session");
 	munmap(buf, LEN + 4096);	/* h_cold's guard page too */
 }
@@ -365,6 +375,10 @@ static void other_process(void)
 	close(sv[0]);
 	free_end(&peer);
 	T_EQ(ibv_dereg_mr(omr), 0, "dereg");
+	/* the killed child's QP and MR on the PD are the session's until it ends, as in a
+	 * ucontext: the PD is busy; our struct goes, the objects with the session */
+	T_EQ(ibv_dealloc_pd(pd), EBUSY, "the PD still has the killed importer's QP and MR");
+	ibv_unimport_pd(pd);
 	T_EQ(ibv_close_device(ctx), 0, "close: the session ends with its objects");
 	odpemu_close_device(odp);
 }
