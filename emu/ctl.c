@@ -223,9 +223,9 @@ static int check_header(struct emu_req *r, size_t got)
 	if (h->len != got)
 		return emu_reply_err(r, -EBADMSG, "length field %u, message has %zu bytes",
 				     h->len, got);
-	if (!r->s->hello_done && h->op != IPC_HELLO)
-		return emu_reply_err(r, -EPROTO, "first request must be HELLO");
-	if (r->s->hello_done && h->op == IPC_HELLO)
+	if (!r->s->hello_done && h->op != IPC_HELLO && h->op != IPC_IMPORT_DEVICE)
+		return emu_reply_err(r, -EPROTO, "first request must be HELLO or IMPORT_DEVICE");
+	if (r->s->hello_done && (h->op == IPC_HELLO || h->op == IPC_IMPORT_DEVICE))
 		return emu_reply_err(r, -EPROTO, "HELLO twice");
 	if (!emu_op_handler(h->op))
 		return emu_reply_err(r, -EOPNOTSUPP, "unknown op %u", h->op);

@@ -56,7 +56,7 @@ int emu_reply_limit(struct emu_req *r, const char *op, enum emu_limit l)
 
 int emu_reply_no_obj(struct emu_req *r, const char *op)
 {
-	if (r->s->nobjs >= IPC_DB_HANDLES)
+	if (r->s->tab->nobjs >= IPC_DB_HANDLES)
 		return emu_reply_limit(r, op, EMU_LIMIT_HANDLES);
 	return emu_reply_err(r, -ENOMEM, "%s: the daemon is out of memory", op);
 }

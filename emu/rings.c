@@ -334,7 +334,7 @@ struct take {
 static void take_one(void *arg, uint32_t h)
 {
 	struct take *t = arg;
-	struct emu_obj *o = h < t->s->nobjs ? t->s->objs[h] : NULL;
+	struct emu_obj *o = h < t->s->tab->nobjs ? t->s->tab->objs[h] : NULL;
 
 	if (!h)
 		t->all = true;	/* handle 0: "look at everything" (lib_doorbell) */
@@ -375,7 +375,7 @@ bool emu_rings_drain(struct emu_daemon *d)
 			work |= drain_all(s, false);	/* arms: emu_rings_service_cqs */
 			continue;
 		}
-		ipc_db_take(s->db, s->nobjs, take_one, &t);
+		ipc_db_take(s->db, s->tab->nobjs, take_one, &t);
 		if (t.all)
 			t.work |= drain_all(s, true);
 		work |= t.work;

@@ -23,6 +23,7 @@
 #include "host/orphan.h"
 #include "host/watch.h"
 #include "verbs.h"
+#include "nic.h"
 
 /* Every armed multishot poll of a session counts; the struct is freed only when the session
  * is dead and the last poll has posted its final completion (one without F_MORE), since
@@ -177,10 +178,15 @@ int emu_session_accept(struct emu_daemon *d, int fd)
 	s->uffd = s->uffd_relay = s->event_wr = s->supervise = -1;
 	s->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->id = d->next_client++;
-	if (s->doorbell < 0) {
+	if (s->doorbell < 0 || !(s->tab = calloc(1, sizeof(*s->tab)))) {
+		int e = s->doorbell < 0 ? -errno : -ENOMEM;
+
+		if (s->doorbell >= 0)
+			close(s->doorbell);
 		free(s);
-		return -errno;
+		return e;
 	}
+	s->tab->users = 1;
 	s->sock_io.fn = on_sock;
 	s->db_io.fn = on_doorbell;
 	emu_session_arm(s, fd, &s->sock_io);
@@ -205,9 +211,9 @@ struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj
 {
 	struct emu_obj *o;
 
-	if (handle == 0 || handle >= s->nobjs)
+	if (handle == 0 || handle >= s->tab->nobjs)
 		return NULL;
-	o = s->objs[handle];
+	o = s->tab->objs[handle];
 	return o && o->type == type ? o : NULL;
 }
 
@@ -241,88 +247,91 @@ static void unlink_type(struct emu_session *s, struct emu_obj *o)
 	l->n--;
 }
 
-static void mark_used(struct emu_session *s, uint32_t h, bool used)
+static void mark_used(struct emu_table *t, uint32_t h, bool used)
 {
 	uint32_t w = h / 64;
 
 	if (used)
-		s->used[w] |= 1ull << (h % 64);
+		t->used[w] |= 1ull << (h % 64);
 	else
-		s->used[w] &= ~(1ull << (h % 64));
-	if (s->used[w] == UINT64_MAX)
-		s->full[w / 64] |= 1ull << (w % 64);
+		t->used[w] &= ~(1ull << (h % 64));
+	if (t->used[w] == UINT64_MAX)
+		t->full[w / 64] |= 1ull << (w % 64);
 	else
-		s->full[w / 64] &= ~(1ull << (w % 64));
+		t->full[w / 64] &= ~(1ull << (w % 64));
 }
 
 /* Double the table (64 handles at first); handle 0 is never given. */
-static int grow_table(struct emu_session *s)
+static int grow_table(struct emu_table *t)
 {
-	uint32_t old = s->nobjs, n = old ? old * 2 : 64;
+	uint32_t old = t->nobjs, n = old ? old * 2 : 64;
 	uint32_t ow = old / 64, nw = n / 64, ofw = (ow + 63) / 64, nfw = (nw + 63) / 64;
-	struct emu_obj **t;
+	struct emu_obj **o;
 	uint64_t *u, *f;
 
 	if (n > IPC_DB_HANDLES)
 		return -ENOSPC;
-	if (!(t = realloc(s->objs, n * sizeof(*t))))
+	if (!(o = realloc(t->objs, n * sizeof(*o))))
 		return -ENOMEM;
-	s->objs = t;
-	if (!(u = realloc(s->used, nw * sizeof(*u))))
+	t->objs = o;
+	if (!(u = realloc(t->used, nw * sizeof(*u))))
 		return -ENOMEM;
-	s->used = u;
-	if (!(f = realloc(s->full, nfw * sizeof(*f))))
+	t->used = u;
+	if (!(f = realloc(t->full, nfw * sizeof(*f))))
 		return -ENOMEM;
-	s->full = f;
-	memset(t + old, 0, (n - old) * sizeof(*t));
+	t->full = f;
+	memset(o + old, 0, (n - old) * sizeof(*o));
 	memset(u + ow, 0, (nw - ow) * sizeof(*u));
 	memset(f + ofw, 0, (nfw - ofw) * sizeof(*f));
-	s->nobjs = n;
+	t->nobjs = n;
 	if (!old)
-		mark_used(s, 0, true);
+		mark_used(t, 0, true);
 	return 0;
 }
 
-/* The lowest free handle, or s->nobjs when the table is full. */
-static uint32_t first_free(const struct emu_session *s)
+/* The lowest free handle, or t->nobjs when the table is full. */
+static uint32_t first_free(const struct emu_table *t)
 {
-	uint32_t words = s->nobjs / 64;
+	uint32_t words = t->nobjs / 64;
 
 	for (uint32_t i = 0; i < (words + 63) / 64; i++) {
-		uint64_t room = ~s->full[i];
+		uint64_t room = ~t->full[i];
 
 		if (words - i * 64 < 64)
 			room &= (1ull << (words - i * 64)) - 1;
 		if (room) {
 			uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(room);
 
-			return w * 64 + (uint32_t)__builtin_ctzll(~s->used[w]);
+			return w * 64 + (uint32_t)__builtin_ctzll(~t->used[w]);
 		}
 	}
-	return s->nobjs;
+	return t->nobjs;
 }
 
 const char *emu_obj_new_why(const struct emu_session *s)
 {
-	return s->nobjs >= IPC_DB_HANDLES && first_free(s) >= s->nobjs ?
+	const struct emu_table *t = s->tab;
+
+	return t->nobjs >= IPC_DB_HANDLES && first_free(t) >= t->nobjs ?
 		"the session holds 1,048,575 objects, the most one process may have on a "
 		"device (close some, or open the device again)" : "the daemon is out of memory";
 }
 
 struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
 {
-	uint32_t h = first_free(s);
+	struct emu_table *t = s->tab;
+	uint32_t h = first_free(t);
 	struct emu_obj *o;
 
-	if (h >= s->nobjs && (grow_table(s) || (h = first_free(s)) >= s->nobjs))
+	if (h >= t->nobjs && (grow_table(t) || (h = first_free(t)) >= t->nobjs))
 		return NULL;
 	if (!(o = calloc(1, sizeof(*o))))
 		return NULL;
 	o->type = type;
 	o->handle = h;
 	o->s = s;
-	s->objs[h] = o;
-	mark_used(s, h, true);
+	t->objs[h] = o;
+	mark_used(t, h, true);
 	link_type(s, o);
 	return o;
 }
@@ -330,8 +339,8 @@ struct emu_obj *emu_obj_new(struct emu_session *s, enum emu_obj_type type)
 void emu_obj_free(struct emu_obj *o)
 {
 	unlink_type(o->s, o);
-	o->s->objs[o->handle] = NULL;
-	mark_used(o->s, o->handle, false);
+	o->s->tab->objs[o->handle] = NULL;
+	mark_used(o->s->tab, o->handle, false);
 	free(o);
 }
 
@@ -405,6 +414,93 @@ static void destroy_all(struct emu_session *s)
 		}
 }
 
+/* A session that shares s's table, to take s's objects (IMPORTS): one of s's process if
+ * there is one (the memory of s's MRs stays reachable through its id), else any. */
+static struct emu_session *heir_of(struct emu_session *s)
+{
+	struct emu_session *any = NULL;
+
+	for (struct emu_session *h = s->d->sessions; h; h = h->next) {
+		if (h == s || h->dead || h->tab != s->tab)
+			continue;
+		if (h->pid == s->pid)
+			return h;
+		any = any ? any : h;
+	}
+	return any;
+}
+
+/* o (of s) becomes heir's: its lists, its doorbell page, its pending notification. An
+ * MR's memory stays its registering process's (nic/'s client) unless heir is that process
+ * too; a lease is its process's watch, so in another process it is revoked. */
+static void hand_over(struct emu_obj *o, struct emu_session *heir)
+{
+	bool same = heir->pid == o->s->pid;
+
+	if (o->type == EMU_OBJ_MR && o->u.mr.lease.on) {
+		emu_lease_detach(o);
+		if (!same && !nic_mr_lease_revoke(o->u.mr.mr))
+			heir->d->ctr.lease_revocations++;
+	}
+	unlink_type(o->s, o);
+	o->s = heir;
+	link_type(heir, o);
+	if (o->type == EMU_OBJ_MR && same) {
+		nic_mr_set_client(o->u.mr.mr, heir->id);
+		if (o->u.mr.access & ODPEMU_ACCESS_LEASE)
+			emu_lease_attach(o);
+	}
+	if (o->type == EMU_OBJ_CQ && o->u.cq.notify_pending && heir->db &&
+	    emu_session_cq_notify(o))
+		o->u.cq.notify_pending = false;	/* no room: the next completion notifies */
+}
+
+/* s closes while others share its table: what is its process's alone goes (watches, CM
+ * objects: the kernel's rdma_cm ids belong to a file of their own), the rest is the
+ * heir's. */
+static void leave_table(struct emu_session *s, struct emu_session *heir)
+{
+	static const enum emu_obj_type own[] = { EMU_OBJ_WATCH, EMU_OBJ_CM_CONN,
+		EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CHANNEL };
+
+	for (unsigned k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+		for (struct emu_obj *o = s->of_type[own[k]].first, *next; o; o = next) {
+			next = o->type_next;
+			if (emu_obj_destroy(o))
+				emu_log(EMU_LOG_ERR, "session %u: object %u would not go", s->id,
+					o->handle);
+		}
+	for (unsigned t = 1; t < EMU_OBJ_TYPES; t++)
+		while (s->of_type[t].first)
+			hand_over(s->of_type[t].first, heir);
+	emu_log(EMU_LOG_INFO, "session %u: its objects live on with session %u (pid %d), which "
+		"shares its table", s->id, heir->id, (int)heir->pid);
+}
+
+void emu_session_share(struct emu_session *s, struct emu_session *owner)
+{
+	free(s->tab->objs);
+	free(s->tab->used);
+	free(s->tab->full);
+	free(s->tab);
+	s->tab = owner->tab;
+	s->tab->users++;
+}
+
+/* The last user frees the table; its objects are gone by then. */
+static void table_put(struct emu_session *s)
+{
+	struct emu_table *t = s->tab;
+
+	s->tab = NULL;
+	if (--t->users)
+		return;
+	free(t->objs);
+	free(t->used);
+	free(t->full);
+	free(t);
+}
+
 static void unlink_session(struct emu_session *s)
 {
 	for (struct emu_session **p = &s->d->sessions; *p; p = &(*p)->next)
@@ -435,6 +531,8 @@ static void cancel_polls(struct emu_session *s)
 
 void emu_session_close(struct emu_session *s)
 {
+	struct emu_session *heir;
+
 	if (s->dead)
 		return;
 	s->dead = true;
@@ -443,7 +541,11 @@ void emu_session_close(struct emu_session *s)
 		s->d->last_session = NULL;
 	emu_log(EMU_LOG_INFO, "session %u: pid %d gone; freeing its objects", s->id, (int)s->pid);
 	emu_lease_session_close(s);
-	destroy_all(s);
+	if ((heir = heir_of(s)))
+		leave_table(s, heir);
+	else
+		destroy_all(s);
+	table_put(s);
 	unlink_session(s);
 	if (s->d->fault)
 		emu_fault_forget(s->d->fault, s->id);
@@ -458,15 +560,10 @@ void emu_session_close(struct emu_session *s)
 		emu_orphan_adopt(s->d, s->supervise, s->pid);
 	if (s->event_wr >= 0)
 		close(s->event_wr);
-	free(s->objs);
-	free(s->used);
-	free(s->full);
 	free(s->cq_notify);
 	if (s->db)
 		munmap(s->db, sizeof(*s->db));
-	s->objs = NULL;
-	s->used = s->full = NULL;
 	s->cq_notify = NULL;
 	s->db = NULL;
-	s->nobjs = s->ncq_notify = s->cq_notify_cap = 0;
+	s->ncq_notify = s->cq_notify_cap = 0;
 }

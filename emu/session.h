@@ -19,6 +19,15 @@
  * notify wait in cq_notify. A session without a page (made by hand, as the fuzz target's)
  * is walked whole each round.
  *
+ * IMPORTS. ibv_import_device(cmd_fd) opens a connection of its own and attaches it to the
+ * table of the session whose client end cmd_fd is (import.c): one ucontext, several
+ * connections, as a dup'd uverbs fd shares the kernel's. Each object belongs to the
+ * session that made it (s: its owner, whose event pipe, doorbell page and lists have it;
+ * an MR's memory is its registering process's whatever the PD's). A session that closes
+ * while others share its table destroys only what is its process's alone (watches, CM
+ * objects) and hands the rest to one of them, as the kernel keeps a ucontext's objects
+ * until its last fd goes; the last one destroys everything.
+ *
  * LIFETIME. emu_session_close() frees the objects and marks the session dead; the struct
  * itself is freed by the final completion of its last armed poll (io_uring hands the
  * struct emu_io pointers back until then).
@@ -54,6 +63,17 @@ enum emu_obj_type { EMU_OBJ_PD = 1, EMU_OBJ_MR, EMU_OBJ_CHANNEL, EMU_OBJ_CQ, EMU
 	EMU_OBJ_QP, EMU_OBJ_CM_CHANNEL, EMU_OBJ_CM_LISTEN, EMU_OBJ_CM_CONN, EMU_OBJ_WATCH,
 	EMU_OBJ_MW };
 #define EMU_OBJ_TYPES (EMU_OBJ_MW + 1)	/* index bound of a per-type array (0 unused) */
+
+/* The handle table of a device session (a uverbs ucontext): the session that opened it
+ * and those that imported its command fd (import.c) find every object in it by handle;
+ * it goes with the last of them (see IMPORTS). */
+struct emu_table {
+	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
+	uint32_t nobjs;			/* a multiple of 64 */
+	uint64_t *used;			/* bit per handle (see OBJECTS) */
+	uint64_t *full;			/* bit per word of used: all ones */
+	unsigned users;			/* sessions attached */
+};
 
 /* One object of a session: the nic/ object it stands for, the objects it names (their
  * refs count it), its rings. */
@@ -144,14 +164,16 @@ struct emu_session {
 	int32_t process_vm_err;
 	uint32_t notifier;		/* enum ipc_notifier */
 	unsigned polls;			/* armed multishot polls */
-	struct emu_obj **objs;		/* index = handle; 0 unused: lookup by handle only */
-	uint32_t nobjs;			/* a multiple of 64 */
-	uint64_t *used;			/* bit per handle (see OBJECTS) */
-	uint64_t *full;			/* bit per word of used: all ones */
+	struct emu_table *tab;		/* the handles, shared with the imports (see IMPORTS) */
+	/* The client's end of this connection (its cmd_fd), as HELLO passed it: what an
+	 * import's fd is compared with (import.c). */
+	bool has_cmd_fd;
+	dev_t cmd_dev;
+	ino_t cmd_ino;
 	struct emu_obj_list {
 		struct emu_obj *first, *last;
 		uint32_t n;
-	} of_type[EMU_OBJ_TYPES];	/* every object, by type (see OBJECTS) */
+	} of_type[EMU_OBJ_TYPES];	/* every object it owns, by type (see OBJECTS) */
 	struct ipc_db_page *db;		/* the client's marks (see DOORBELLS), or NULL */
 	uint32_t *cq_notify;		/* handles of CQs with notify_pending (see DOORBELLS) */
 	uint32_t ncq_notify, cq_notify_cap;
@@ -183,7 +205,11 @@ void emu_session_set_supervise(struct emu_session *s, int listener);
 /* Let go of it (UNSUPERVISE, watch.c): its poll cancelled, the fd closed. 0 or -errno. */
 int emu_session_unsupervise(struct emu_session *s);
 
-/* The object of s with this handle and type, or NULL. */
+/* Attach s (a fresh session: HELLO not done, no objects) to the table of owner (IMPORTS).
+ * */
+void emu_session_share(struct emu_session *s, struct emu_session *owner);
+
+/* The object of s's table with this handle and type, or NULL. */
 struct emu_obj *emu_obj_get(struct emu_session *s, uint32_t handle, enum emu_obj_type type);
 /* A zeroed object with the lowest free handle, or NULL: out of memory, or the session
  * has IPC_DB_HANDLES - 1 objects (emu_obj_new_why says which). */

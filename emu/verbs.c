@@ -111,12 +111,27 @@ static uint32_t take_notifier(struct emu_req *r, uint32_t flags)
 
 static int op_hello(struct emu_req *r)
 {
-	struct emu_session *s = r->s;
 	const struct ipc_hello_req *q = r->body;
+	int rc;
+
+	EMU_WANT_BODY(r, struct ipc_hello_req);
+	if (q->flags & IPC_HELLO_HAS_CMD_FD) {
+		if (!r->nfds)
+			return emu_reply_err(r, -EINVAL, "HELLO: IPC_HELLO_HAS_CMD_FD without it");
+		rc = emu_import_take_cmd_fd(r, r->fds[r->nfds - 1]);
+		close(r->fds[--r->nfds]);	/* kept, it would hold the connection open */
+		if (rc)
+			return rc;
+	}
+	return emu_hello_finish(r, q->flags);
+}
+
+int emu_hello_finish(struct emu_req *r, uint32_t flags)
+{
+	struct emu_session *s = r->s;
 	struct ipc_hello_rep rep = { .session = s->id, .daemon_pid = (uint32_t)getpid() };
 	int p[2], fds[4], rc;
 
-	EMU_WANT_BODY(r, struct ipc_hello_req);
 	if ((rc = emu_session_db(s, &fds[3])))
 		return emu_reply_err(r, rc, "doorbell page: %s", strerror(-rc));
 	if (event_pipe(p)) {
@@ -127,7 +142,7 @@ static int op_hello(struct emu_req *r)
 		return emu_reply_err(r, rc, "pipe: %s", strerror(-rc));
 	}
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
-	rep.notifier = take_notifier(r, q->flags);
+	rep.notifier = take_notifier(r, flags);
 	s->event_wr = p[1];
 	fds[0] = p[0];
 	fds[1] = s->doorbell;
@@ -362,7 +377,8 @@ static int op_reg_mr(struct emu_req *r)
 				     "segment count", r->len);
 	if (!(pd = emu_obj_get(r->s, q->pd, EMU_OBJ_PD)))
 		return emu_reply_err(r, -ENOENT, "reg_mr: no PD %u in this session", q->pd);
-	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access };
+	init = (struct nic_mr_init){ .va = q->va, .len = q->len, .access = q->access,
+				     .client = r->s->id };	/* the PD may be an import's */
 	if (q->flags & ~IPC_REG_MR_BY_ADDRESS)
 		return emu_reply_err(r, -EINVAL, "reg_mr: unknown flags %#x", q->flags);
 	if ((rc = lease_check(r, q)))
@@ -778,5 +794,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		return table[op];
 	if (emu_cm_op(op))
 		return emu_cm_op(op);
+	if (emu_import_op(op))
+		return emu_import_op(op);
 	return emu_watch_op(op) ? emu_watch_op(op) : emu_lease_op(op);
 }

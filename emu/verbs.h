@@ -40,6 +40,15 @@ int emu_op_modify_qp(struct emu_req *r);
 int emu_op_query_qp(struct emu_req *r);
 int emu_op_destroy_qp(struct emu_req *r);
 
+/* HELLO's work after its checks (IMPORT_DEVICE's too): the notifier fds of flags, the
+ * doorbell page, the event pipe, the reply. */
+int emu_hello_finish(struct emu_req *r, uint32_t flags);
+
+/* import.c: the IMPORT_* ops (NULL for any other op), and HELLO's IPC_HELLO_HAS_CMD_FD:
+ * record fd (the client's end) as s's identity, 0, or reply the error and return it. */
+emu_op_fn emu_import_op(unsigned op);
+int emu_import_take_cmd_fd(struct emu_req *r, int fd);
+
 /* cm_ctl.c: the CM_* ops (NULL for any other op), and emu_obj_destroy's part for the CM
  * objects (a connection that is up is disconnected, one being set up rejected). */
 emu_op_fn emu_cm_op(unsigned op);

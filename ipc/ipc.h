@@ -5,7 +5,8 @@
  * from talking to a daemon of another build.
  *
  * CONTROL. A SOCK_SEQPACKET unix socket, $ODPEMU_RUNDIR/<name>.sock. One connection is one
- * session (one client process, its pid taken from SO_PEERCRED). Every message is one
+ * session (one client process, its pid taken from SO_PEERCRED); sessions that import one
+ * another's command fd (IMPORT_DEVICE) share their objects. Every message is one
  * datagram: struct ipc_hdr, then the op's fixed body, then for variable ops an array whose
  * count is in the body. File descriptors travel as SCM_RIGHTS with the message that names
  * them. The client sends one request and waits for its reply (same seq): requests are
@@ -15,7 +16,8 @@
  * session. A bad request gets an error reply and changes nothing; the session lives on.
  *
  * OBJECTS are named by handles: small per-session numbers (never pointers). A handle from
- * another session is just an unknown handle (-ENOENT).
+ * another session is just an unknown handle (-ENOENT), unless the two share their handles
+ * (IMPORT_DEVICE).
  *
  * DATA PATH. Work queues and completion queues are single-producer/single-consumer rings
  * (struct ipc_ring) in a memfd that the daemon creates and the client maps (fd in the
@@ -43,7 +45,9 @@
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
 					 * 8: ipc_create_cq_req.flags, CM_BIND and the
-					 * listen request's bound/family/flags */
+					 * listen request's bound/family/flags;
+					 * IMPORT_DEVICE, IMPORT_PD, IMPORT_MR
+					 * (IPC_HELLO_HAS_CMD_FD) */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -68,7 +72,8 @@
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
 	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41) X(ALLOC_MW, 42) \
-	X(DEALLOC_MW, 43) X(CM_BIND, 49)
+	X(DEALLOC_MW, 43) X(IMPORT_DEVICE, 46) X(IMPORT_PD, 47) X(IMPORT_MR, 48) \
+	X(CM_BIND, 49)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -115,6 +120,12 @@ struct ipc_hello_req {
  * places as two); the library forwards it to every other device of the process. */
 #define IPC_HELLO_HAS_RELAY	2u
 #define IPC_UFFD_RELAY_MSGS	16
+/* HELLO's last fd with IPC_HELLO_HAS_CMD_FD: the client's own end of this connection,
+ * the context's cmd_fd. The daemon keeps its identity (st_dev, st_ino; the first session
+ * to show an end keeps it: -EEXIST for another) and closes its copy at once (a copy kept
+ * would hold the connection open), so that IMPORT_DEVICE can find the session by a copy
+ * of that fd, as ibv_import_device finds a ucontext by a dup of its uverbs fd. */
+#define IPC_HELLO_HAS_CMD_FD	4u
 /* What the library asks of its userfaultfd (UFFDIO_API): the non-cooperative events, and
  * write-protect registration of shmem (pinned MRs' memfds). The daemon registers ranges
  * in write-protect mode and never protects a page, so no ordinary fault is intercepted. */
@@ -196,6 +207,26 @@ struct ipc_hello_rep {
 	uint32_t daemon_pid;		/* for prctl(PR_SET_PTRACER) under Yama */
 	char name[IPC_NAME_LEN];	/* device name */
 	uint32_t notifier;		/* 1: MR memory changes are tracked (uffd accepted) */
+	uint32_t pad;
+};
+
+/* ---- IMPORT_DEVICE: instead of HELLO, the first request of a connection ----
+ * Body and fds as HELLO's (struct ipc_hello_req; its notifier fds for this process), then
+ * one more fd: a copy of the cmd_fd of the context to import (another session's HELLO
+ * IPC_HELLO_HAS_CMD_FD end). The connection becomes a session of its own (its process,
+ * event pipe, doorbells) sharing that session's handles: objects either makes are both's,
+ * and they live until the last session sharing them closes (ibv_import_device(3)).
+ * Reply: HELLO's. -ENODEV: no live session of this device has that end (or it is no
+ * socket); -EPERM: the importer's uid is not the session's, nor root.
+ * IMPORT_PD / IMPORT_MR: hdr.handle names a PD / an MR of the shared handles (-ENOENT
+ * else); IMPORT_PD's reply is struct ipc_handle_rep, IMPORT_MR's below (ibv_import_mr(3):
+ * the same keys and length; the caller's struct has no address). Nothing changes at the
+ * daemon: an unimport is the library's alone. */
+struct ipc_import_mr_rep {
+	uint32_t handle, lkey, rkey;
+	uint32_t access;		/* enum odpemu_access_flags, as registered */
+	uint64_t va, len;
+	uint32_t pd;			/* the MR's PD */
 	uint32_t pad;
 };
 

@@ -29,6 +29,7 @@ struct lib_context *lib_ctx_alloc(void)
 	c->pub.async_fd = -1;
 	c->pub.num_comp_vectors = comp_vectors();
 	c->sock = -1;
+	c->cmd_fd = -1;
 	c->doorbell_fd = -1;
 	c->relay_peer = -1;
 	pthread_mutex_init(&c->ctl_lock, NULL);

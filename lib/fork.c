@@ -35,7 +35,9 @@ static void in_child(void)
 
 		if (c->sock >= 0)
 			close(c->sock);
-		c->sock = c->relay_peer = -1;
+		if (c->cmd_fd >= 0)	/* an import's copy of another end: the same */
+			close(c->cmd_fd);
+		c->sock = c->cmd_fd = c->relay_peer = -1;
 		pthread_mutex_init(&c->ctl_lock, NULL);
 		pthread_mutex_init(&c->err_lock, NULL);
 		pthread_mutex_init(&c->tab_lock, NULL);

@@ -67,6 +67,8 @@ struct lib_context {
 	struct odpemu_context pub;
 	struct odpemu_device dev;	/* pub.device points here: the list may be freed */
 	int sock;			/* control socket (-1 in unit tests) */
+	int cmd_fd;			/* imported: the cmd_fd it was made from (ours to close);
+					 * opened: -1, the cmd_fd is sock (import.c) */
 	int doorbell_fd;
 	struct ipc_status_page *status;	/* the daemon's page, mapped read-only */
 	struct ipc_db_page *db;		/* the session's doorbell page (ipc_db.h), or NULL */
@@ -95,6 +97,12 @@ static inline struct lib_context *lib_ctx(struct odpemu_context *c)
 {
 	return (struct lib_context *)c;
 }
+
+/* open.c: a connected socket to the device's daemon, or -errno (-ENODEV: not running). */
+int lib_connect(const struct odpemu_device *dev);
+/* Open a context on device: HELLO, or with import_fd >= 0 IMPORT_DEVICE of that cmd_fd
+ * (the context then owns it). NULL with errno. */
+struct odpemu_context *lib_open(const struct odpemu_device *device, int import_fd);
 
 /* A context with its locks and tables ready and no daemon (sock -1, status NULL). */
 struct lib_context *lib_ctx_alloc(void);

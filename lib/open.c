@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening a device: connect to the daemon's control socket and say HELLO, handing over the
  * process's userfaultfd and a relay socket (or the relay socket alone: the seccomp route,
- * watch.c); the reply brings the async event pipe, the doorbell eventfd, the daemon's
- * status page and the session's doorbell page. Closing the socket ends the session: the
- * daemon frees all its objects, whether we close cleanly or crash. */
+ * watch.c) and our end of the socket (the context's cmd_fd, which import.c's
+ * IMPORT_DEVICE names); the reply brings the async event pipe, the doorbell eventfd, the
+ * daemon's status page and the session's doorbell page. Closing the socket (every copy of
+ * it: a dup made for an import holds it) ends the session: the daemon frees all its
+ * objects, whether we close cleanly or crash. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,7 +15,7 @@
 
 #include "lib_int.h"
 
-static int connect_to(const struct odpemu_device *dev)
+int lib_connect(const struct odpemu_device *dev)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -60,30 +62,36 @@ static int map_db(struct lib_context *c, int fd)
 
 /* The process's userfaultfd and a relay socket go to the daemon (relay.c), or the relay
  * socket alone for the seccomp route (watch.c, lib_seccomp_route): every device of the
- * process learns of every unmap. */
-static int hello(struct lib_context *c)
+ * process learns of every unmap. Then the cmd_fd: HELLO's our own end, IMPORT_DEVICE's
+ * the one to import. */
+static int hello(struct lib_context *c, uint16_t op, int cmd_fd)
 {
 	struct ipc_hello_req req = { .client_version = IPC_VERSION };
 	struct ipc_hello_rep rep;
-	int notifier[2], fds[4];
+	int send[3], fds[4];
+	unsigned nnotifier = 0;
 	struct lib_call call = {
-		.op = IPC_HELLO, .req = &req, .req_len = sizeof(req),
-		.fds = notifier, .nfds = 0,
+		.op = op, .req = &req, .req_len = sizeof(req), .fds = send,
 		.rep = &rep, .rep_min = sizeof(rep), .rep_cap = sizeof(rep),
 		.rfds = fds, .nrfds = 4,
 	};
 	int rc;
 
-	if (!lib_relay_join(&notifier[0], &notifier[1], &c->relay_peer)) {
-		bool uffd = notifier[0] >= 0;
+	if (!lib_relay_join(&send[0], &send[1], &c->relay_peer)) {
+		bool uffd = send[0] >= 0;
 
 		req.flags = uffd ? IPC_HELLO_HAS_UFFD : IPC_HELLO_HAS_RELAY;
-		call.fds = uffd ? notifier : &notifier[1];
-		call.nfds = uffd ? 2 : 1;
+		if (!uffd)
+			send[0] = send[1];
+		nnotifier = uffd ? 2 : 1;
 	}
+	if (op == IPC_HELLO)
+		req.flags |= IPC_HELLO_HAS_CMD_FD;
+	send[nnotifier] = cmd_fd;
+	call.nfds = nnotifier + 1;
 	rc = lib_call(c, &call);
-	for (unsigned i = 0; i < call.nfds; i++)
-		close(call.fds[i]);
+	for (unsigned i = 0; i < nnotifier; i++)
+		close(send[i]);
 	if (rc)
 		return rc;
 	c->pub.async_fd = fds[0];
@@ -119,29 +127,27 @@ static void ctx_close_fds(struct lib_context *c)
 		close(c->doorbell_fd);
 	if (c->sock >= 0)
 		close(c->sock);
+	if (c->cmd_fd >= 0)
+		close(c->cmd_fd);
 	lib_relay_leave(c->relay_peer);
-	c->pub.async_fd = c->doorbell_fd = c->sock = c->relay_peer = -1;
+	c->pub.async_fd = c->doorbell_fd = c->sock = c->cmd_fd = c->relay_peer = -1;
 }
 
-ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *device)
+struct odpemu_context *lib_open(const struct odpemu_device *device, int import_fd)
 {
-	struct lib_context *c;
+	struct lib_context *c = lib_ctx_alloc();
 	int rc;
 
-	if (!device) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = lib_ctx_alloc();
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	c->dev = *device;
-	rc = connect_to(device);
+	rc = lib_connect(device);
 	if (rc >= 0) {
 		c->sock = rc;
-		rc = hello(c);
+		rc = import_fd >= 0 ? hello(c, IPC_IMPORT_DEVICE, import_fd)
+				    : hello(c, IPC_HELLO, c->sock);
 	}
 	if (rc >= 0)
 		rc = lib_fork_track(c);
@@ -151,7 +157,17 @@ ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *de
 		errno = -rc;
 		return NULL;
 	}
+	c->cmd_fd = import_fd;	/* ours now: odpemu_close_device closes it */
 	return &c->pub;
+}
+
+ODPEMU_EXPORT struct odpemu_context *odpemu_open_device(struct odpemu_device *device)
+{
+	if (!device) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return lib_open(device, -1);
 }
 
 ODPEMU_EXPORT int odpemu_close_device(struct odpemu_context *context)

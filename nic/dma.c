@@ -43,12 +43,13 @@ static enum nic_dma_result raise_fault(struct nic_dma_ctx *c, struct nic_mr *mr,
 	return NIC_DMA_FAULT;
 }
 
-/* Copy the translated extents of one translate call. */
-static int copy_extents(struct nic_qp *qp, const struct iopt_xlate *x, uint8_t *buf,
-			bool to_mem)
+/* Copy the translated extents of one translate call: the MR's memory is its registering
+ * client's, which need not be the QP's PD's (a PD shared by an import). */
+static int copy_extents(struct nic_qp *qp, const struct nic_mr *mr, const struct iopt_xlate *x,
+			uint8_t *buf, bool to_mem)
 {
 	const struct nic_ports *p = &qp->nic->cfg.ports;
-	uint32_t client = qp->pd->client;
+	uint32_t client = mr->client;
 
 	for (unsigned i = 0; i < x->n; i++) {
 		int rc = to_mem ? p->mem_write(p->ctx, client, x->ext[i].host, buf, x->ext[i].len)
@@ -80,7 +81,7 @@ static enum nic_dma_result dma_mr(struct nic_dma_ctx *c, struct nic_mr *mr, uint
 		struct iopt_xlate x;
 		int rc = iopt_translate(mr->iopt, va + done, len - done, access, &x);
 
-		if (buf && copy_extents(c->qp, &x, (uint8_t *)buf + done, to_mem))
+		if (buf && copy_extents(c->qp, mr, &x, (uint8_t *)buf + done, to_mem))
 			res = NIC_DMA_HOST;
 		done += x.done;
 		if (rc == -EFAULT && res == NIC_DMA_OK)
@@ -134,12 +135,12 @@ enum nic_dma_result nic_dma_atomic(struct nic_dma_ctx *c, struct nic_mr *mr, uin
 	rc = iopt_translate(mr->iopt, va, 8, IOPT_ATOMIC, &x);
 	if (rc == -EFAULT) {
 		res = NIC_DMA_FAULT;
-	} else if (rc || p->mem_read(p->ctx, c->qp->pd->client, x.ext[0].host, &v, 8)) {
+	} else if (rc || p->mem_read(p->ctx, mr->client, x.ext[0].host, &v, 8)) {
 		res = NIC_DMA_HOST;
 	} else {
 		nv = op == ODPEMU_WR_ATOMIC_FETCH_AND_ADD ? v + compare_add :
 		     op == ODPEMU_WR_ATOMIC_CMP_AND_SWP ? (v == compare_add ? swap : v) : swap;
-		if (p->mem_write(p->ctx, c->qp->pd->client, x.ext[0].host, &nv, 8))
+		if (p->mem_write(p->ctx, mr->client, x.ext[0].host, &nv, 8))
 			res = NIC_DMA_HOST;
 		*orig = v;
 	}

@@ -152,7 +152,7 @@ int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *in, struct nic_mr **
 	if (!mr)
 		return -ENOMEM;
 	mr->pd = pd;
-	mr->client = pd->client;
+	mr->client = in->client ? in->client : pd->client;
 	mr->access = in->access;
 	mr->odp = in->access & ODPEMU_ACCESS_ON_DEMAND;
 	mr->implicit = implicit;
@@ -296,6 +296,11 @@ int nic_mr_advise(struct nic_mr *mr, unsigned advice, uint64_t va, uint64_t len,
 	return 0;
 }
 
+void nic_mr_set_client(struct nic_mr *mr, uint32_t client)
+{
+	mr->client = client;
+}
+
 /* The host changed [va, va+len) of client: ODP MRs forget it (and fault again); pinned MRs
  * keep their pages, now orphaned, and the owner learns its cache went stale. */
 void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t len)
@@ -305,7 +310,7 @@ void nic_host_invalidate(struct nic *nic, uint32_t client, uint64_t va, uint64_t
 		uint64_t s = va > mr->va ? va : mr->va;
 		uint64_t e = va + len < mr->va + mr->len ? va + len : mr->va + mr->len;
 
-		if (mr->pd->client != client || s >= e || mr->lease != NIC_LEASE_NONE)
+		if (mr->client != client || s >= e || mr->lease != NIC_LEASE_NONE)
 			continue;	/* a lease's decoherence is reported by its break */
 		if (mr->odp)
 			(void)iopt_invalidate(mr->iopt, s, e - s);

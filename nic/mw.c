@@ -144,6 +144,7 @@ enum odpemu_wc_status nic_mw_bind_wqe(struct nic_qp *qp, const struct nic_send_w
 	mw->qp = mw->type == ODPEMU_MW_TYPE_2 ? qp : NULL;
 	mr->windows++;
 	k->iopt = mr->iopt;
+	k->client = mr->client;	/* the window reaches the MR's memory */
 	k->va = wr->remote_addr;
 	k->len = wr->compare_add;
 	k->access = NIC_BIND_ACCESS(wr->swap) & ~ODPEMU_ACCESS_LOCAL_WRITE;

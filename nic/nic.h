@@ -196,6 +196,9 @@ struct nic_mr_init {
 	uint64_t va, len;
 	unsigned access;	/* enum odpemu_access_flags */
 	uint64_t host;		/* pinned MRs only */
+	/* Whose memory [va, va+len) is (the memory port's client): the registering process,
+	 * which an imported PD's (emu/import.c) need not be; 0: the PD's client. */
+	uint32_t client;
 };
 /* 0, -EINVAL (nic_mr_init_why says why), -ENOMEM. */
 int nic_mr_reg(struct nic_pd *pd, const struct nic_mr_init *init, struct nic_mr **out);
@@ -291,6 +294,9 @@ void nic_srq_set_owner(struct nic_srq *srq, void *owner);
 void *nic_srq_owner(const struct nic_srq *srq);
 void nic_mr_set_owner(struct nic_mr *mr, void *owner);
 void *nic_mr_owner(const struct nic_mr *mr);
+/* The MR's memory is now client's (the same process under another client id: a session
+ * that hands its objects to another of its process, emu/session.c IMPORTS). */
+void nic_mr_set_client(struct nic_mr *mr, uint32_t client);
 /* The owner's object of the QP with this number, of the live MR with this key (lkey or
  * rkey), or NULL: O(1), for the owner's tools. */
 void *nic_qp_owner_by_num(struct nic *nic, uint32_t qpn);

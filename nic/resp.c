@@ -499,7 +499,7 @@ static enum verdict flush_persist(struct nic_qp *qp, const struct roce_pkt *pkt,
 	nic_fault_park(f, qp);
 	f->persist = NIC_PERSIST_WAITING;
 	f->persist_psn = psn;
-	rc = p->persist(p->ctx, qp->pd->client, mr->odp, addr, len, &f->waiter);
+	rc = p->persist(p->ctx, mr->client, mr->odp, addr, len, &f->waiter);
 	if (rc == 1) {
 		qp->ctr.persist_waits++;
 		return faulted(qp);

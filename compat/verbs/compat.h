@@ -55,6 +55,9 @@ struct cv_device {
 };
 
 struct cv_device *cv_dev(struct ibv_device *d);
+/* The device of that name (listed or not yet: devices live as long as the library). NULL
+ * with errno ENOMEM. */
+struct ibv_device *cv_device_named(const char *name);
 
 /* ---- contexts (context.c) ---- */
 
@@ -80,6 +83,9 @@ static inline struct odpemu_context *cv_odp(struct ibv_context *c)
 
 /* The extended ops every context carries (context.c fills the verbs_context slots). */
 void cv_set_ops(struct verbs_context *v);
+/* A context of device around odp (opened or imported: import.c); odp is closed on
+ * failure. NULL with errno. */
+struct ibv_context *cv_context_wrap(struct ibv_device *device, struct odpemu_context *odp);
 
 /* ---- objects ---- */
 
@@ -104,6 +110,11 @@ struct cv_mw {
 static inline struct cv_mw *cv_mw(struct ibv_mw *m) { return (struct cv_mw *)m; }
 /* The MR whose libodpemu object is odp, or NULL (under the context's lock). */
 struct cv_mr *cv_mr_find(struct cv_context *c, const struct odpemu_mr *odp);
+/* pd_mr.c: onto / off the context's list (MR events find it there); the ibv_mr's fields
+ * from its libodpemu MR. */
+void cv_mr_track(struct cv_context *c, struct cv_mr *m);
+void cv_mr_untrack(struct cv_context *c, struct cv_mr *m);
+void cv_mr_fill(struct cv_mr *m, struct ibv_pd *pd);
 
 struct cv_channel {
 	struct ibv_comp_channel ch;

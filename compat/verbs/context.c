@@ -67,15 +67,12 @@ CV_EXPORT struct odpemu_context *odpemu_compat_context(struct ibv_context *verbs
 	return verbs ? cv_odp(verbs) : NULL;
 }
 
-CV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+/* The cmd_fd is the context's end of its daemon connection: what ibv_import_device takes
+ * a dup of (import.c), as rdma-core's is the uverbs file. */
+struct ibv_context *cv_context_wrap(struct ibv_device *device, struct odpemu_context *odp)
 {
 	struct cv_context *c;
-	struct odpemu_context *odp;
 
-	if (!device)
-		return cv_fail_null(EINVAL);
-	if (!(odp = open_by_name(device->name)))
-		return NULL;
 	if (!(c = calloc(1, sizeof(*c)))) {
 		odpemu_close_device(odp);
 		return cv_fail_null(ENOMEM);
@@ -86,13 +83,24 @@ CV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&c->lock, NULL);
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.context.device = device;
-	c->vctx.context.cmd_fd = -1;
+	c->vctx.context.cmd_fd = odpemu_context_cmd_fd(odp);
 	c->vctx.context.async_fd = odp->async_fd;
 	c->vctx.context.num_comp_vectors = odp->num_comp_vectors;
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	cv_set_ops(&c->vctx);
 	return &c->vctx.context;
+}
+
+CV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct odpemu_context *odp;
+
+	if (!device)
+		return cv_fail_null(EINVAL);
+	if (!(odp = open_by_name(device->name)))
+		return NULL;
+	return cv_context_wrap(device, odp);
 }
 
 /* libodpemu frees every object still open (the daemon drops them with the session); the

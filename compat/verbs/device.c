@@ -63,6 +63,16 @@ static struct cv_device *device_get(const char *name)
 	return device_new(name);
 }
 
+struct ibv_device *cv_device_named(const char *name)
+{
+	struct cv_device *d;
+
+	pthread_mutex_lock(&devices_lock);
+	d = device_get(name);
+	pthread_mutex_unlock(&devices_lock);
+	return d ? &d->dev : cv_fail_null(ENOMEM);
+}
+
 CV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct odpemu_device **odp;

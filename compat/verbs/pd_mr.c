@@ -61,7 +61,7 @@ static int access_to_odp(unsigned int access)
 	return (int)(access & CV_ACCESS_KEPT);
 }
 
-static void mr_track(struct cv_context *c, struct cv_mr *m)
+void cv_mr_track(struct cv_context *c, struct cv_mr *m)
 {
 	pthread_mutex_lock(&c->lock);
 	m->next = c->mrs;
@@ -69,7 +69,7 @@ static void mr_track(struct cv_context *c, struct cv_mr *m)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void mr_untrack(struct cv_context *c, struct cv_mr *m)
+void cv_mr_untrack(struct cv_context *c, struct cv_mr *m)
 {
 	pthread_mutex_lock(&c->lock);
 	for (struct cv_mr **p = &c->mrs; *p; p = &(*p)->next)
@@ -88,7 +88,7 @@ struct cv_mr *cv_mr_find(struct cv_context *c, const struct odpemu_mr *odp)
 	return NULL;
 }
 
-static void mr_fill(struct cv_mr *m, struct ibv_pd *pd)
+void cv_mr_fill(struct cv_mr *m, struct ibv_pd *pd)
 {
 	m->mr.context = pd->context;
 	m->mr.pd = pd;
@@ -131,7 +131,7 @@ static int unreg(struct odpemu_mr *mr, unsigned int access)
 	size_t length = mr->length;
 	int rc = odpemu_dereg_mr(mr);
 
-	if (!rc && !(access & IBV_ACCESS_ON_DEMAND))
+	if (!rc && addr && !(access & IBV_ACCESS_ON_DEMAND))	/* an import has no addr */
 		ibv_dofork_range(addr, length);
 	return rc;
 }
@@ -152,8 +152,8 @@ CV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 		return cv_fail_null(err);
 	}
 	m->access = access;
-	mr_fill(m, pd);
-	mr_track(cv_ctx(pd->context), m);
+	cv_mr_fill(m, pd);
+	cv_mr_track(cv_ctx(pd->context), m);
 	return &m->mr;
 }
 
@@ -186,7 +186,7 @@ CV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 		return cv_fail(EINVAL);
 	if ((rc = unreg(m->odp, m->access)))
 		return rc;
-	mr_untrack(cv_ctx(mr->context), m);
+	cv_mr_untrack(cv_ctx(mr->context), m);
 	free(m);
 	return 0;
 }
@@ -229,7 +229,7 @@ CV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void
 	pthread_mutex_lock(&cv_ctx(mr->context)->lock);
 	m->odp = now;
 	m->access = new_access;
-	mr_fill(m, new_pd);
+	cv_mr_fill(m, new_pd);
 	pthread_mutex_unlock(&cv_ctx(mr->context)->lock);
 	if (unreg(old, old_access))
 		return IBV_REREG_MR_ERR_CMD;

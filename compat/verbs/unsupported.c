@@ -33,34 +33,13 @@ CV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ib
 	return cv_fail(EOPNOTSUPP);
 }
 
-/* Sharing objects between processes needs a kernel command fd. */
-CV_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	return cv_fail_null(EOPNOTSUPP);
-}
-
-CV_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	(void)context; (void)pd_handle;
-	return cv_fail_null(EOPNOTSUPP);
-}
-
-CV_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd; (void)mr_handle;
-	return cv_fail_null(EOPNOTSUPP);
-}
-
+/* Device memory is ConnectX's: there is none to import. */
 CV_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
 {
 	(void)context; (void)dm_handle;
 	return cv_fail_null(EOPNOTSUPP);
 }
 
-/* Nothing can have been imported, so there is nothing to let go. */
-CV_EXPORT void ibv_unimport_pd(struct ibv_pd *pd) { (void)pd; }
-CV_EXPORT void ibv_unimport_mr(struct ibv_mr *mr) { (void)mr; }
 CV_EXPORT void ibv_unimport_dm(struct ibv_dm *dm) { (void)dm; }
 
 /* Enhanced connection establishment is a ConnectX feature. */

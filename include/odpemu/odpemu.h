@@ -75,6 +75,18 @@ struct odpemu_context {
 struct odpemu_context *odpemu_open_device(struct odpemu_device *device);
 /* Close: destroys every object still open on the context (the daemon frees them). */
 int odpemu_close_device(struct odpemu_context *context);
+/* The context's command fd (ibv_context.cmd_fd): its end of the connection to the daemon.
+ * Never close it; a dup of it, or a copy sent to another process (SCM_RIGHTS), imports
+ * the context there, and keeps its objects alive while it is open. */
+int odpemu_context_cmd_fd(struct odpemu_context *context);
+/* ibv_import_device(3): a context of the device session whose cmd_fd this is (a copy of
+ * another context's odpemu_context_cmd_fd): its PDs and MRs can be imported, and what
+ * either context makes belongs to the one session, which lives until the last context
+ * (in any process) closes. On success the context owns cmd_fd (odpemu_close_device closes
+ * it); on failure it stays the caller's. NULL with errno: EINVAL (no connected unix
+ * socket), ENODEV (no odpemu device's, or no live context's), EPERM (the context is
+ * another user's and we are not root), and odpemu_open_device's. */
+struct odpemu_context *odpemu_import_device(int cmd_fd);
 /* odpemu: the last failure's explanation on this context, from the daemon (e.g. why a
  * modify_qp was refused) or from the library (e.g. why memory cannot be pinned); "" if
  * none. errno stays the verdict; this only says more. Valid until the next failing call
@@ -167,6 +179,12 @@ struct odpemu_pd *odpemu_alloc_pd(struct odpemu_context *context);
 /* EBUSY while MRs, QPs or SRQs use it. */
 int odpemu_dealloc_pd(struct odpemu_pd *pd);
 
+/* ibv_import_pd(3): the PD with this handle of the context's session (another context's
+ * pd->handle, after odpemu_import_device). NULL with errno: ENOENT (no such PD), EINVAL.
+ * odpemu_dealloc_pd destroys it for everyone; odpemu_unimport_pd frees our struct only. */
+struct odpemu_pd *odpemu_import_pd(struct odpemu_context *context, uint32_t handle);
+void odpemu_unimport_pd(struct odpemu_pd *pd);
+
 struct odpemu_mr {
 	struct odpemu_context *context;
 	struct odpemu_pd *pd;
@@ -183,6 +201,11 @@ struct odpemu_mr *odpemu_reg_mr(struct odpemu_pd *pd, void *addr, size_t length,
 /* Safe while traffic is in flight (its keys stop matching at once). Pinned MRs leave the
  * process's pages as they are (shared with nobody once the daemon lets go). */
 int odpemu_dereg_mr(struct odpemu_mr *mr);
+/* ibv_import_mr(3): the MR with this handle of pd's session: its keys and length, addr
+ * NULL (the memory is the registering process's, whoever uses the keys). NULL with errno:
+ * ENOENT (no such MR), EINVAL. odpemu_unimport_mr frees our struct only. */
+struct odpemu_mr *odpemu_import_mr(struct odpemu_pd *pd, uint32_t handle);
+void odpemu_unimport_mr(struct odpemu_mr *mr);
 /* ibv_rereg_mr keeping the keys, as rxe and mlx5 do: register the new range, PD or access
  * as `mr`, then have it trade keys with the old MR `old` and deregister `old`. Both must
  * be MRs of one context; leased MRs keep theirs (EBUSY). 0 or errno (EINVAL). */

@@ -310,7 +310,7 @@ static void prologue(unsigned level)
 	must(call(IPC_REG_MR, 0, pin, pin_len, F_MEMFD));
 	must(call(IPC_WATCH_CREATE, 0, &watch, sizeof(watch), 0));
 	must(call(IPC_MODIFY_QP, 6, &init, sizeof(init), 0));
-	if (last.h.handle != 6 || sess->nobjs < 12 || !sess->objs[11])
+	if (last.h.handle != 6 || sess->tab->nobjs < 12 || !sess->tab->objs[11])
 		abort();
 }
 

@@ -408,7 +408,7 @@ static void check_cq(const struct client *c, struct emu_obj *o, bool ok_only)
 
 static bool is_obj_of(struct client *c, uint32_t handle)
 {
-	return handle && handle < c->s->nobjs && c->s->objs[handle];
+	return handle && handle < c->s->tab->nobjs && c->s->tab->objs[handle];
 }
 
 /* Client 1's events: each names one of its objects; a QP_FATAL's QP is in ERR. Returns
@@ -425,7 +425,7 @@ static unsigned check_events(struct client *c)
 
 		if (c == &cl[2] || !is_obj_of(c, ev.handle))
 			__builtin_trap();	/* an event for the other client, or for nothing */
-		o = c->s->objs[ev.handle];
+		o = c->s->tab->objs[ev.handle];
 		if (ev.type == ODPEMU_EVENT_QP_FATAL) {
 			if (o->type != EMU_OBJ_QP || nic_qp_state(o->u.qp.qp) != ODPEMU_QPS_ERR)
 				__builtin_trap();

@@ -94,8 +94,10 @@ static void do_hello(struct fake *f, const struct ipc_hdr *h, const int *fds, un
 	int p[2], out[4];
 	struct ipc_status_page *sp;
 
-	f->uffd_is_uffd = nfds == 2 && (req->flags & IPC_HELLO_HAS_UFFD) && is_uffd(fds[0]) &&
-			  is_seqpacket(fds[1]);
+	/* the userfaultfd, its relay socket, and our end of the connection (the cmd_fd) */
+	f->uffd_is_uffd = nfds == 3 && (req->flags & IPC_HELLO_HAS_UFFD) &&
+			  (req->flags & IPC_HELLO_HAS_CMD_FD) && is_uffd(fds[0]) &&
+			  is_seqpacket(fds[1]) && is_seqpacket(fds[2]);
 	if (pipe2(p, O_CLOEXEC))
 		abort();
 	f->async_w = p[1];
