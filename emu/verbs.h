@@ -39,6 +39,8 @@ int emu_op_create_qp(struct emu_req *r);
 int emu_op_modify_qp(struct emu_req *r);
 int emu_op_query_qp(struct emu_req *r);
 int emu_op_destroy_qp(struct emu_req *r);
+int emu_op_attach_mcast(struct emu_req *r);
+int emu_op_detach_mcast(struct emu_req *r);
 
 /* cm_ctl.c: the CM_* ops (NULL for any other op), and emu_obj_destroy's part for the CM
  * objects (a connection that is up is disconnected, one being set up rejected). */

@@ -541,12 +541,13 @@ struct rec {
 static struct rec rec;
 
 static void rec_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
-		    uint16_t sport, const uint8_t *pkt, size_t len)
+		    uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len)
 {
 	struct rec *r = arg;
 	uint8_t ack[32];
 
 	(void)sport;
+	(void)to;
 	if (r->n < 256) {
 		r->dir[r->n] = dir;
 		r->tag[r->n] = pkt[ROCE_BTH_LEN];
@@ -557,7 +558,7 @@ static void rec_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer
 	if (r->answer && dir == EMU_WIRE_RX) {	/* nic/ answers at once */
 		make_pkt(ack, ROCE_OP_RC_ACKNOWLEDGE, 9, sizeof(ack), 0);
 		ack[ROCE_BTH_LEN] = (uint8_t)(0x80 | pkt[ROCE_BTH_LEN]);
-		emu_wire_pass(r->w, EMU_WIRE_TX, peer, 0, ack, sizeof(ack), 0);
+		emu_wire_pass(r->w, EMU_WIRE_TX, peer, 0, NULL, ack, sizeof(ack), 0);
 	}
 }
 
@@ -568,7 +569,7 @@ static void pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid
 
 	make_pkt(p, ROCE_OP_RC_SEND_MIDDLE, 9, sizeof(p), tag);
 	p[ROCE_BTH_LEN] = tag;
-	emu_wire_pass(w, dir, peer, 4791, p, sizeof(p), now);
+	emu_wire_pass(w, dir, peer, 4791, NULL, p, sizeof(p), now);
 }
 
 static void wire_up(struct emu_wire *w, uint64_t seed)
@@ -609,7 +610,7 @@ static void test_path_dup_corrupt(void)
 	rec.n = 0;
 	make_pkt(p, ROCE_OP_RC_SEND_MIDDLE, 9, sizeof(p), 1);
 	p[ROCE_BTH_LEN] = 1;
-	emu_wire_pass(&w, EMU_WIRE_TX, &peer_a, 0, p, sizeof(p), 0);
+	emu_wire_pass(&w, EMU_WIRE_TX, &peer_a, 0, NULL, p, sizeof(p), 0);
 	T_EQ(rec.n, 1, "a corrupted packet goes out");
 	for (size_t i = 0; i < sizeof(p); i++)
 		bits += __builtin_popcount(p[i] ^ rec.first[0][i]);
