@@ -50,8 +50,6 @@ struct gap {
 };
 
 static const struct gap gaps[] = {
-	{ "Multicast is not supported", CONF_SKIP, "multicast (ibv_attach_mcast, "
-	  "rdma_join_multicast): rxe has it" },
 	{ "test_imported_", CONF_ERROR, "ibv_import_device/pd/mr from another context" },
 };
 
