@@ -534,6 +534,8 @@ struct rec {
 	uint8_t tag[256];		/* pkt[ROCE_BTH_LEN]: which packet */
 	size_t len[256];
 	uint8_t first[256][64];
+	bool has_to[256];		/* the multicast group came with it */
+	struct nic_gid to[256];
 	struct emu_wire *w;		/* answer: RX packets make a TX packet */
 	bool answer;
 };
@@ -547,8 +549,10 @@ static void rec_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer
 	uint8_t ack[32];
 
 	(void)sport;
-	(void)to;
 	if (r->n < 256) {
+		r->has_to[r->n] = to != NULL;
+		if (to)
+			r->to[r->n] = *to;
 		r->dir[r->n] = dir;
 		r->tag[r->n] = pkt[ROCE_BTH_LEN];
 		r->len[r->n] = len;
@@ -618,6 +622,28 @@ static void test_path_dup_corrupt(void)
 	T_CHECK(p[ROCE_BTH_LEN] == 1 && p[0] == ROCE_OP_RC_SEND_MIDDLE, "the caller's bytes untouched");
 	T_EQ(w.st.corrupted, 1, "wire_corrupted");
 	T_EQ(w.st.matched, 2, "wire_matched");
+	emu_wire_fini(&w);
+}
+
+/* A datagram a multicast group's socket received keeps its group through the delay line
+ * (nic_rx_mcast needs it); one that came to the device's address has none. */
+static void test_path_group(void)
+{
+	static struct emu_wire w;
+	struct nic_gid g = nic_gid_from_v4(0xE6010203u);
+	uint8_t p[48];
+
+	wire_up(&w, 3);
+	set(&w.rules, "wire-delay-us", "rx:100");
+	make_pkt(p, ROCE_OP_UD_SEND_ONLY, 0xFFFFFF, sizeof(p), 1);
+	p[ROCE_BTH_LEN] = 1;
+	emu_wire_pass(&w, EMU_WIRE_RX, &peer_a, 4791, &g, p, sizeof(p), 0);
+	pass(&w, EMU_WIRE_RX, &peer_a, 2, 0);
+	T_EQ(rec.n, 0, "both delayed");
+	T_EQ(emu_wire_tick(&w, 1000000), 2, "both out");
+	T_CHECK(rec.n == 2 && rec.has_to[0] && !memcmp(&rec.to[0], &g, sizeof(g)),
+		"the group's datagram leaves with its group");
+	T_CHECK(rec.n == 2 && !rec.has_to[1], "a unicast one with none");
 	emu_wire_fini(&w);
 }
 
@@ -739,6 +765,7 @@ int main(int argc, char **argv)
 	test_precedence();
 	test_path_dup_corrupt();
 	test_path_delay();
+	test_path_group();
 	test_path_reorder();
 	test_path_reentry();
 	return t_done("emu-wire");
