@@ -90,6 +90,7 @@ struct dev_snap {
 	struct iopt_counters mrs;		/* summed over the MRs (IOPT_CTRS) */
 	struct nic_qp_counters qps;		/* summed over the QPs */
 	uint64_t cm_listeners, cm_connections;	/* live now */
+	unsigned mcast_groups;			/* multicast groups listened on now */
 };
 
 /* One row of a counter table: a field (of the snapshot, or of struct emu_daemon), or a
@@ -271,6 +272,8 @@ static const struct ctr_row dev_rows[] = {
 	FAMILY_(put_wc_errors),
 	FAMILY_(put_fault_hist),
 	FAMILY_(put_fault_lathist),
+	NIC_(mcast_pkts_sent) NIC_(mcast_pkts_received) NIC_(mcast_copies)
+	SNAP_(mcast_groups, mcast_groups),
 };
 
 /* An MR's: its IOPT's counters, read from a struct iopt_counters. */
@@ -338,7 +341,8 @@ static void dev_snap_take(struct emu_daemon *d, struct dev_snap *s)
 	struct nic_qp_counters q;
 
 	*s = (struct dev_snap){ .d = d, .mrs = d->retired_mr, .qps = d->retired_qp,
-		.cm_listeners = count_listeners(&d->cm), .cm_connections = count_conns(&d->cm) };
+		.cm_listeners = count_listeners(&d->cm), .cm_connections = count_conns(&d->cm),
+		.mcast_groups = emu_mcast_groups(d->mcast) };
 	nic_counters(d->nic, &s->nic);
 	emu_udp_stats(d->udp, &s->udp);
 	if (d->fault)

@@ -128,7 +128,17 @@ static void on_datagram(void *arg, const uint8_t *pkt, size_t len, const struct 
 	struct emu_daemon *d = arg;
 
 	deliver_due_answers(d);
-	emu_ports_wire_in(d, pkt, len, src, sport);
+	emu_ports_wire_in(d, pkt, len, src, sport, NULL);
+}
+
+/* A multicast group socket's deliver callback (io/mcast.h): the same, with the group. */
+static void on_group_datagram(void *arg, const uint8_t *pkt, size_t len,
+			      const struct nic_gid *src, uint16_t sport, const struct nic_gid *group)
+{
+	struct emu_daemon *d = arg;
+
+	deliver_due_answers(d);
+	emu_ports_wire_in(d, pkt, len, src, sport, group);
 }
 
 /* Resolve --netdev/--addr into the interface and this device's GID. */
@@ -192,9 +202,13 @@ static int open_udp(struct emu_daemon *d)
 	struct emu_udp_config cfg = { .local = d->gid, .port = d->opt.port,
 		.ifindex = d->netdev.ifindex, .no_gso = d->opt.no_gso, .no_gro = d->opt.no_gro,
 		.deliver = on_datagram, .deliver_arg = d };
+	struct emu_mcast_config mc = { .iface = d->gid, .ifindex = d->netdev.ifindex,
+		.port = d->opt.port, .deliver = on_group_datagram, .deliver_arg = d };
 	char err[256] = "";
 	int rc = emu_udp_open(&d->loop, &cfg, &d->udp, err, sizeof(err));
 
+	if (!rc && (rc = emu_mcast_new(&d->loop, &mc, &d->mcast)))
+		snprintf(err, sizeof(err), "out of memory for the multicast groups");
 	if (rc)
 		emu_log(EMU_LOG_ERR, "%s", err);
 	else
@@ -207,6 +221,8 @@ static int open_udp(struct emu_daemon *d)
 
 static void close_udp(struct emu_daemon *d)
 {
+	emu_mcast_free(d->mcast);
+	d->mcast = NULL;
 	emu_udp_flush(d->udp);
 	emu_udp_close(d->udp);
 	d->udp = NULL;

@@ -32,6 +32,7 @@
 #include "nic.h"
 #include "options.h"
 #include "rings.h"
+#include "io/mcast.h"
 #include "io/udp.h"
 #include "inject/wire.h"
 
@@ -46,6 +47,8 @@ struct emu_daemon {
 	struct emu_check_report host;	/* what the host gives (check.h), probed at start */
 	struct nic *nic;
 	struct emu_udp *udp;
+	struct emu_mcast *mcast;	/* multicast group sockets (io/mcast.h) */
+	int mcast_err;			/* the last group join's result (ports.c) */
 	struct emu_netdev netdev;
 	struct emu_netdev_watch *watch;
 	struct emu_io watch_io, listen_io, fault_io, signal_io;

@@ -8,7 +8,7 @@
  *    -> slot by process_vm_readv or memcpy, slot -> kernel by sendmmsg); while the
  *    injector is on for TX, which keeps a copy of each packet anyway, no slot is lent and
  *    nic/'s packets come by send. In: each datagram the socket delivers goes to nic/ (or
- *    the injector) and nowhere else, copied twice (kernel -> provided buffer, buffer ->
+ *    the injector) and nowhere else, a multicast group's (io/mcast.h) with its group, copied twice (kernel -> provided buffer, buffer ->
  *    client memory); what must reach nic/ before it is the loop's step (daemon.c);
  *  - host memory: process_vm_readv/writev into the client for ODP MRs (the kernel walks the
  *    client's current page tables, so an unmapped page is -EFAULT and a remapped one is the
@@ -49,7 +49,7 @@ static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, 
 	struct emu_daemon *d = ctx;
 
 	if (emu_wire_active(&d->wire, EMU_WIRE_TX))
-		emu_wire_pass(&d->wire, EMU_WIRE_TX, dst, 0, pkt, len, emu_now_ns());
+		emu_wire_pass(&d->wire, EMU_WIRE_TX, dst, 0, NULL, pkt, len, emu_now_ns());
 	else
 		emu_udp_send(d->udp, dst, d->opt.port, pkt, len);
 }
@@ -75,27 +75,48 @@ static void port_send_slot(void *ctx, const struct nic_gid *dst, size_t len)
 }
 
 void emu_ports_wire_in(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
-		       uint16_t sport)
+		       uint16_t sport, const struct nic_gid *group)
 {
 	struct emu_daemon *d = arg;
 
 	if (emu_wire_active(&d->wire, EMU_WIRE_RX))
-		emu_wire_pass(&d->wire, EMU_WIRE_RX, src, sport, pkt, len, emu_now_ns());
+		emu_wire_pass(&d->wire, EMU_WIRE_RX, src, sport, group, pkt, len, emu_now_ns());
 	else
-		emu_ports_wire_out(d, EMU_WIRE_RX, src, sport, pkt, len);
+		emu_ports_wire_out(d, EMU_WIRE_RX, src, sport, group, pkt, len);
 }
 
 /* The one way into nic/ for a received packet (and out to the socket for a sent one that
  * went through the injector). */
 void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
-			uint16_t sport, const uint8_t *pkt, size_t len)
+			uint16_t sport, const struct nic_gid *group, const uint8_t *pkt, size_t len)
 {
 	struct emu_daemon *d = arg;
 
 	if (dir == EMU_WIRE_TX)
 		emu_udp_send(d->udp, peer, d->opt.port, pkt, len);
+	else if (group)
+		nic_rx_mcast(d->nic, pkt, len, peer, sport, group, emu_now_ns());
 	else
 		nic_rx_from(d->nic, pkt, len, peer, sport, emu_now_ns());
+}
+
+/* A group gained its first member QP or lost its last: listen on it, or stop (mcast.h).
+ * A join that fails is kept in d->mcast_err for the ATTACH_MCAST that caused it, which
+ * then undoes its attach (emu/verbs_qp.c). */
+static void port_mcast_member(void *ctx, const struct nic_gid *mgid, bool member)
+{
+	struct emu_daemon *d = ctx;
+	char err[256] = "";
+
+	if (!d->mcast)
+		return;		/* stopping: the sockets are gone */
+	if (!member) {
+		emu_mcast_leave(d->mcast, mgid);
+		return;
+	}
+	d->mcast_err = emu_mcast_join(d->mcast, mgid, err, sizeof(err));
+	if (d->mcast_err)
+		emu_log(EMU_LOG_WARN, "%s", err);
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -266,5 +287,5 @@ void emu_ports_init(struct emu_daemon *d, struct nic_ports *p)
 		.mem_write = port_write, .fault = port_fault, .event = port_event,
 		.cq_notify = port_cq_notify, .cq_write = port_cq_write, .tx_slot = port_tx_slot,
 		.send_slot = port_send_slot, .gsi_rx = port_gsi_rx, .persist = port_persist,
-		.persist_cancel = port_persist_cancel };
+		.persist_cancel = port_persist_cancel, .mcast_member = port_mcast_member };
 }

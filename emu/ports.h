@@ -28,14 +28,15 @@ struct nic_ports;
 /* Fill p with the daemon's ports (ctx = d), for nic_create. */
 void emu_ports_init(struct emu_daemon *d, struct nic_ports *p);
 /* The wire, inbound: one datagram the socket received (arg = d), to nic/, or to the wire
- * injector when one of its RX knobs is on; nothing else happens here (what nic/ must have
+ * injector when one of its RX knobs is on; group: NULL, or the multicast group it was sent
+ * to (it came on the group's socket, io/mcast.h); nothing else happens here (what nic/ must have
  * before a packet is the loop's step, daemon.c). */
 void emu_ports_wire_in(void *arg, const uint8_t *pkt, size_t len, const struct nic_gid *src,
-		       uint16_t sport);
+		       uint16_t sport, const struct nic_gid *group);
 /* The wire injector's way out (emu_wire_out_fn, arg = d), and emu_ports_wire_in's when the
  * injector is off: a packet to the socket (TX) or to nic/ (RX; the one call of
- * nic_rx_from). */
+ * nic_rx_from, and of nic_rx_mcast for a group's). */
 void emu_ports_wire_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
-			uint16_t sport, const uint8_t *pkt, size_t len);
+			uint16_t sport, const struct nic_gid *group, const uint8_t *pkt, size_t len);
 
 #endif

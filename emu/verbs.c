@@ -173,6 +173,8 @@ static int op_query_device(struct emu_req *r)
 		.gid_tbl_len = a->gid_tbl_len, .odp_general_caps = a->odp.general_caps,
 		.odp_rc_caps = a->odp.rc_odp_caps, .odp_uc_caps = a->odp.uc_odp_caps,
 		.odp_ud_caps = a->odp.ud_odp_caps, .max_mw = a->max_mw,
+		.max_mcast_grp = a->max_mcast_grp, .max_mcast_qp_attach = a->max_mcast_qp_attach,
+		.max_total_mcast_qp_attach = a->max_total_mcast_qp_attach,
 	};
 
 	if (r->len)
@@ -786,6 +788,7 @@ emu_op_fn emu_op_handler(unsigned op)
 		[IPC_GET_INJECT] = op_get_inject, [IPC_CLIENT_INFO] = emu_op_client_info,
 		[IPC_CLIENTS] = emu_op_clients, [IPC_HOST_REPORT] = emu_op_host_report,
 		[IPC_ALLOC_MW] = op_alloc_mw, [IPC_DEALLOC_MW] = op_dealloc_mw,
+		[IPC_ATTACH_MCAST] = emu_op_attach_mcast, [IPC_DETACH_MCAST] = emu_op_detach_mcast,
 	};
 
 	if (op >= IPC_OP_MAX)

@@ -39,6 +39,8 @@ int emu_op_create_qp(struct emu_req *r);
 int emu_op_modify_qp(struct emu_req *r);
 int emu_op_query_qp(struct emu_req *r);
 int emu_op_destroy_qp(struct emu_req *r);
+int emu_op_attach_mcast(struct emu_req *r);
+int emu_op_detach_mcast(struct emu_req *r);
 
 /* HELLO's work after its checks (IMPORT_DEVICE's too): the notifier fds of flags, the
  * doorbell page, the event pipe, the reply. */

@@ -88,7 +88,56 @@ static int destroy(struct emu_req *r, enum emu_obj_type type, const char *what)
 }
 
 int emu_op_destroy_srq(struct emu_req *r) { return destroy(r, EMU_OBJ_SRQ, "destroy_srq"); }
-int emu_op_destroy_qp(struct emu_req *r) { return destroy(r, EMU_OBJ_QP, "destroy_qp"); }
+
+/* A client's destroy of a QP still attached to a multicast group is refused (-EBUSY, as
+ * uverbs_free_qp); the session's end destroys it anyway, nic/ detaching it. */
+int emu_op_destroy_qp(struct emu_req *r)
+{
+	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_QP);
+
+	if (o && !r->len && nic_qp_mcast_groups(o->u.qp.qp))
+		return emu_reply_err(r, -EBUSY, "destroy_qp: QP %u is attached to %u multicast "
+				     "group(s): detach it first (ibv_detach_mcast, "
+				     "rdma_leave_multicast)", nic_qp_num(o->u.qp.qp),
+				     nic_qp_mcast_groups(o->u.qp.qp));
+	return destroy(r, EMU_OBJ_QP, "destroy_qp");
+}
+
+/* ---- UD multicast (nic/mcast.c, io/mcast.h) ---- */
+
+static int mcast_op(struct emu_req *r, bool attach)
+{
+	const struct ipc_mcast_req *q = r->body;
+	const char *what = attach ? "attach_mcast" : "detach_mcast";
+	struct emu_obj *o = emu_obj_get(r->s, r->hdr->handle, EMU_OBJ_QP);
+	struct emu_daemon *d = r->s->d;
+	struct nic_gid g;
+	int rc;
+
+	EMU_WANT_BODY(r, struct ipc_mcast_req);
+	if (!o)
+		return emu_reply_err(r, -ENOENT, "%s: no QP %u", what, r->hdr->handle);
+	memcpy(g.raw, q->gid, sizeof(g.raw));
+	d->mcast_err = 0;
+	rc = attach ? nic_mcast_attach(o->u.qp.qp, &g) : nic_mcast_detach(o->u.qp.qp, &g);
+	if (!rc && attach && d->mcast_err) {	/* the group's socket could not be opened */
+		rc = d->mcast_err;
+		nic_mcast_detach(o->u.qp.qp, &g);
+		return emu_reply_err(r, rc, "%s: cannot listen on the group: %s (see the "
+				     "daemon's log)", what, strerror(-rc));
+	}
+	if (rc)
+		return emu_reply_err(r, rc, "%s: %s", what,
+				     rc == -EINVAL && attach ? "the QP must be UD and the GID "
+				     "multicast (ff00::/8 or IPv4 224.0.0.0/4)" :
+				     rc == -EINVAL ? "the QP is not attached to that group" :
+				     rc == -ENOMEM ? "a multicast limit of ibv_query_device is "
+				     "reached (max_mcast_grp, max_mcast_qp_attach)" : strerror(-rc));
+	return emu_ctl_reply(r->s, r->hdr, 0, NULL, 0, NULL, 0);
+}
+
+int emu_op_attach_mcast(struct emu_req *r) { return mcast_op(r, true); }
+int emu_op_detach_mcast(struct emu_req *r) { return mcast_op(r, false); }
 
 /* ---- QP ---- */
 

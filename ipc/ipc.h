@@ -40,14 +40,16 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		8	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		9	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
 					 * 8: ipc_create_cq_req.flags, CM_BIND and the
 					 * listen request's bound/family/flags;
 					 * IMPORT_DEVICE, IMPORT_PD, IMPORT_MR
-					 * (IPC_HELLO_HAS_CMD_FD) */
+					 * (IPC_HELLO_HAS_CMD_FD);
+					 * 9: ATTACH_MCAST, DETACH_MCAST, ipc_device_rep's
+					 *    multicast limits */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -72,8 +74,8 @@
 	X(SUPERVISE, 31) X(WATCH_CREATE, 32) X(WATCH_DESTROY, 33) X(LEASE_ACK, 34) \
 	X(RESTORE_MR, 35) X(CLIENT_INFO, 36) X(CLIENTS, 37) X(HOST_REPORT, 38) \
 	X(UNSUPERVISE, 39) X(RESIZE_CQ, 40) X(MR_SWAP_KEYS, 41) X(ALLOC_MW, 42) \
-	X(DEALLOC_MW, 43) X(IMPORT_DEVICE, 46) X(IMPORT_PD, 47) X(IMPORT_MR, 48) \
-	X(CM_BIND, 49)
+	X(DEALLOC_MW, 43) X(ATTACH_MCAST, 44) X(DETACH_MCAST, 45) X(IMPORT_DEVICE, 46) \
+	X(IMPORT_PD, 47) X(IMPORT_MR, 48) X(CM_BIND, 49)
 enum ipc_op {
 #define IPC_OP_ENUM_(n, v) IPC_##n = v,
 	IPC_OPS(IPC_OP_ENUM_)
@@ -249,6 +251,8 @@ struct ipc_device_rep {
 	uint64_t odp_general_caps;
 	uint32_t odp_rc_caps, odp_uc_caps, odp_ud_caps;
 	uint32_t max_mw;
+	uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
+	uint32_t pad;
 	uint64_t node_guid;
 	char fw_ver[64];
 };
@@ -452,6 +456,17 @@ struct ipc_modify_qp_req {		/* handle: QP */
 	uint32_t mask;			/* enum odpemu_qp_attr_mask */
 	uint32_t pad;
 	struct ipc_qp_attr attr;
+};
+
+/* ---- UD multicast (nic/mcast.c) ----
+ * ATTACH_MCAST / DETACH_MCAST, handle: a UD QP; no reply body. Errors as ibv_attach_mcast
+ * on a kernel device: -EINVAL (not UD, GID not multicast; detach: not attached), -ENOMEM
+ * (a limit of QUERY_DEVICE's). DESTROY_QP of an attached QP: -EBUSY (uverbs_free_qp);
+ * the session's end detaches its QPs. */
+struct ipc_mcast_req {
+	uint8_t gid[16];
+	uint16_t lid;			/* ignored on RoCE (ib_attach_mcast) */
+	uint8_t pad[6];
 };
 
 /* ---- counters ----

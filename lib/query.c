@@ -43,6 +43,9 @@ static void fill_device_attr(struct odpemu_device_attr *a, const struct ipc_devi
 	a->max_srq_wr = (int)r->max_srq_wr;
 	a->max_srq_sge = (int)r->max_srq_sge;
 	a->max_mw = (int)r->max_mw;
+	a->max_mcast_grp = (int)r->max_mcast_grp;
+	a->max_mcast_qp_attach = (int)r->max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = (int)r->max_total_mcast_qp_attach;
 	a->max_qp_rd_atom = (int)r->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = (int)r->max_qp_init_rd_atom;
 	a->max_inline_data = r->max_inline_data;

@@ -11,6 +11,7 @@ static void free_tables(struct nic *nic)
 	free(nic->mr_slot);
 	free(nic->mr_variant);
 	free(nic->mr_free);
+	nic_mcast_free(nic);
 }
 
 int nic_create(const struct nic_config *cfg, struct nic **out)
@@ -272,19 +273,27 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 {
 	int32_t dqpn = roce_peek_dqpn(pkt, len);
 	struct nic_qp *qp;
-	struct roce_pkt p;
 
 	nic->now = now;
 	nic->ctr.pkts_received++;
 	if (dqpn < 0)
 		return nic_drop(nic, NULL, NIC_DROP_PARSE);
-	if (!nic_icrc_ok_from(nic, src, sport, pkt, len))
+	if (!nic_icrc_ok_from(nic, src, sport, &nic->cfg.gid, pkt, len))
 		return nic_drop(nic, NULL, NIC_DROP_ICRC);
 	if (dqpn == ROCE_GSI_QPN)
 		return nic_gsi_rx(nic, pkt, len, src);
+	/* QP 0xFFFFFF is no QP: multicast comes by nic_rx_mcast, from the group's address */
 	qp = nic_qp_lookup(nic, (uint32_t)dqpn);
 	if (!qp)
 		return nic_drop(nic, NULL, NIC_DROP_NO_QP);
+	nic_rx_qp(nic, qp, pkt, len, src, &nic->cfg.gid);
+}
+
+void nic_rx_qp(struct nic *nic, struct nic_qp *qp, const uint8_t *pkt, size_t len,
+	       const struct nic_gid *src, const struct nic_gid *dst)
+{
+	struct roce_pkt p;
+
 	/* The state first (IBA 10.3.1: RESET and INIT drop every packet): before RTR the QP
 	 * has no path MTU to parse with. */
 	if (!state_receives(qp))
@@ -298,7 +307,7 @@ void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct n
 	if (qp->type == ODPEMU_QPT_UD) {
 		if (roce_opcode_transport(p.h.bth.opcode) != ROCE_UD)
 			return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);
-		nic_ud_rx(qp, &p, src);
+		nic_ud_rx(qp, &p, src, dst);
 	} else if (roce_opcode_transport(p.h.bth.opcode) !=
 		   (qp->type == ODPEMU_QPT_UC ? ROCE_UC : ROCE_RC)) {
 		return nic_drop(nic, qp, NIC_DROP_BAD_QP_TYPE);

@@ -26,6 +26,12 @@ void nic_device_attr_default(struct nic_device_attr *a)
 	a->max_qp_init_rd_atom = 128;
 	a->max_pkeys = 1;   /* RoCE: the default partition 0xFFFF only */
 	a->gid_tbl_len = 16;
+	/* rxe's RXE_MAX_MCAST_QP_ATTACH (56) QPs per group; groups: 256, not rxe's 8192,
+	 * because each joined group costs the daemon a socket (emu/io/mcast.c) and 8192
+	 * would pass a default open-files limit; the total is both multiplied. */
+	a->max_mcast_grp = 256;
+	a->max_mcast_qp_attach = 56;
+	a->max_total_mcast_qp_attach = 256 * 56;
 	/* RC: every ODP operation, as rxe advertises; UC: what UC does, SEND, RECV and WRITE
 	 * (a fault on its responder stalls, or drops the message under the rnr policy: UC
 	 * has no RNR NAK); UD: sends and receives. IMPLICIT:

@@ -26,6 +26,9 @@ struct nic_device_attr {
 	uint32_t max_qp_init_rd_atom; /* responder resources for READ/atomic */
 	uint32_t max_pkeys;
 	uint32_t gid_tbl_len;
+	/* UD multicast (nic/mcast.c): groups, QPs per group, attachments in all; 0 groups:
+	 * no multicast (attach answers -EOPNOTSUPP) */
+	uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 	struct nic_odp_caps odp;
 };
 

@@ -48,6 +48,9 @@ struct nic_gid {
 };
 
 bool nic_gid_is_v4(const struct nic_gid *g);
+/* A multicast GID (the kernel's rdma_is_multicast_addr): ff00::/8, or IPv4-mapped
+ * 224.0.0.0/4. */
+bool nic_gid_is_mcast(const struct nic_gid *g);
 struct nic_gid nic_gid_from_v4(uint32_t addr_host_order);
 
 /* ---- ports ---- */
@@ -120,6 +123,10 @@ struct nic_ports {
 	/* Optional: the host's management agent (the connection manager), given each MAD
 	 * that arrives on QP1 (valid during the call). NULL: QP1 packets drop as NO_QP. */
 	void (*gsi_rx)(void *ctx, const struct nic_gsi_dgram *d);
+	/* Optional: the device's first QP joined multicast group mgid (member true), or its
+	 * last one left it (false): the owner listens for the group's packets meanwhile and
+	 * hands them to nic_rx_mcast (emu/io/mcast.c; a host's IGMP/MLD membership). */
+	void (*mcast_member)(void *ctx, const struct nic_gid *mgid, bool member);
 };
 
 /* ---- device ---- */
@@ -156,6 +163,14 @@ void nic_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gi
 	    uint64_t now);
 void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
 		 uint16_t sport, uint64_t now);
+/* A UDP payload that src sent to multicast group mgid (it arrived on the group's address):
+ * checked as nic_rx_from does (the ICRC over mgid), then a copy to each QP of the device
+ * attached to the group, each taking it as a UD receive of its own (state, P_Key, Q_Key,
+ * a receive WQE: IBA 10.5.2.4, rxe_rcv_mcast_pkt), the sender's own QP included when it
+ * is attached (rxe has no self-loopback block). The BTH's destination QP must be
+ * 0xFFFFFF (IBA 9.6.1.1), else it drops as NO_QP; no member: MCAST_NO_GROUP. */
+void nic_rx_mcast(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		  uint16_t sport, const struct nic_gid *mgid, uint64_t now);
 /* Send one MAD (NIC_GSI_MAD_LEN bytes) from QP1 to QP1 of the device at dst. 0, or
  * -EINVAL/-ENOSPC from the packet builder. Fire and forget, as every UD send. */
 int nic_gsi_send(struct nic *nic, const struct nic_gid *dst, const uint8_t *mad);
@@ -419,6 +434,24 @@ int nic_post_recv(struct nic_qp *qp, const struct nic_recv_wr *wr, uint64_t now)
 int nic_post_send_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 
+/* ---- UD multicast (nic/mcast.c; ibv_attach_mcast, ibv_detach_mcast) ----
+ * A device keeps its groups (a multicast GID and the QPs attached to it), at most
+ * attr.max_mcast_grp of them, attr.max_mcast_qp_attach QPs each and
+ * attr.max_total_mcast_qp_attach attachments in all. Attach: 0 (also when attached
+ * already: uverbs and rxe_attach_mcg make it a no-op); -EINVAL a QP not UD or a GID not
+ * multicast (ib_attach_mcast); -EOPNOTSUPP the device has no multicast (max_mcast_grp 0);
+ * -ENOMEM a limit (rxe). Detach: 0, -EINVAL if the QP is not in that group (uverbs). The
+ * LID is not asked for: RoCE ignores it (ib_attach_mcast's is_valid_mcast_lid). A QP
+ * destroyed leaves its groups (nic_qp_destroy; the daemon refuses a client's destroy of
+ * an attached QP with -EBUSY, as uverbs_free_qp). ports.mcast_member says when a group
+ * gains its first or loses its last member. */
+int nic_mcast_attach(struct nic_qp *qp, const struct nic_gid *mgid);
+int nic_mcast_detach(struct nic_qp *qp, const struct nic_gid *mgid);
+/* The groups qp is attached to. */
+unsigned nic_qp_mcast_groups(const struct nic_qp *qp);
+/* The QPs attached to mgid (0: no such group). */
+unsigned nic_mcast_members(const struct nic *nic, const struct nic_gid *mgid);
+
 /* ---- counters ---- */
 
 /* Why a received datagram was dropped. Each drop counts once, on the device and (when a
@@ -428,7 +461,7 @@ int nic_post_recv_bad(struct nic_qp *qp, uint64_t wr_id, uint64_t now);
 	X(ICRC) X(PARSE) X(NO_QP) X(QP_STATE) X(BAD_QP_TYPE) X(BAD_PKEY) X(BAD_QKEY) \
 	X(SRC_MISMATCH) X(SEQ_ERR_SILENT) X(STALL_FULL) X(RNR) \
 	X(UNEXPECTED_RESP) X(GHOST_RESP) X(UD_NO_WQE) X(LAND_FAULT) \
-	X(UC_SEQ) X(UC_NO_WQE) X(UC_ACCESS) X(UC_INV_REQ) X(UC_FAULT)
+	X(UC_SEQ) X(UC_NO_WQE) X(UC_ACCESS) X(UC_INV_REQ) X(UC_FAULT) X(MCAST_NO_GROUP)
 enum nic_drop_reason {
 #define NIC_DROP_ENUM_(n) NIC_DROP_##n,
 	NIC_DROP_REASONS(NIC_DROP_ENUM_)
@@ -470,6 +503,10 @@ const char *nic_vendor_err_str(unsigned v);
 struct nic_counters {
 	uint64_t pkts_received, pkts_sent, drops[NIC_DROP__COUNT];
 	uint64_t gsi_received, gsi_sent;	/* QP1's MADs (gsi.c) */
+	/* UD multicast (mcast.c): packets sent to a group, packets received from one, and
+	 * the copies of them handed to attached QPs (a copy a QP then drops counts in its
+	 * drop reason, as a unicast packet would) */
+	uint64_t mcast_pkts_sent, mcast_pkts_received, mcast_copies;
 	uint64_t faults_raised, faults_failed;
 	uint64_t cq_overruns_ignored;	/* completions lost to a full NIC_CQ_OVERRUN_IGNORE CQ */
 	/* Error completions generated, by why (enum nic_vendor_err; FLUSH included): what

@@ -306,6 +306,7 @@ struct nic_qp {
 	uint64_t seq;			/* creation order: nic_tick runs due QPs in it */
 	uint32_t timer_pos;		/* 1 + index in nic->timers; 0: not there */
 	uint64_t timer_key;		/* <= the earliest of comp's deadlines (timers below) */
+	unsigned mcast_groups;		/* multicast groups it is attached to (mcast.c) */
 };
 
 #define NIC_QP_HASH_MIN 1024
@@ -338,6 +339,8 @@ struct nic {
 	uint8_t pkt[NIC_PKT_MAX];	/* transmit scratch */
 	struct roce_icrc_ids icrc_ids;	/* receive: IPv4 Identification corrections */
 	uint32_t gsi_psn;		/* QP1's next PSN (UD: informational) */
+	struct nic_mcg **mcg;		/* multicast groups with a member (mcast.c), nmcg */
+	uint32_t nmcg, mcast_attached;	/* groups; attachments over all groups */
 };
 
 /* device.c */
@@ -468,8 +471,10 @@ void nic_gsi_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct ni
 uint8_t *nic_tx_payload(struct nic *nic, const struct roce_hdr *h);
 int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct roce_hdr *h,
 		      uint32_t len);
+/* dst: the IP destination the packet was sent to (this device's address, or a multicast
+ * group it joined). */
 bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
-		      const uint8_t *pkt, size_t len);
+		      const struct nic_gid *dst, const uint8_t *pkt, size_t len);
 
 /* req.c / comp.c / resp.c */
 void nic_req_run(struct nic_qp *qp);
@@ -480,7 +485,15 @@ void nic_req_rewind(struct nic_qp *qp, uint32_t psn);
 struct nic_gid nic_qp_dgid(const struct nic_qp *qp);
 void nic_resp_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
 void nic_resp_run(struct nic_qp *qp);
-void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src);
+/* dst: the IP destination (the GRH's DGID): this device, or the multicast group. */
+void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src,
+	       const struct nic_gid *dst);
+/* device.c: a packet checked (ICRC) and addressed to qp: state, parse, P_Key, transport. */
+void nic_rx_qp(struct nic *nic, struct nic_qp *qp, const uint8_t *pkt, size_t len,
+	       const struct nic_gid *src, const struct nic_gid *dst);
+/* mcast.c: a QP goes: out of every group it is in. */
+void nic_mcast_qp_gone(struct nic_qp *qp);
+void nic_mcast_free(struct nic *nic);
 /* uc.c: may the UC responder execute pkt? false: dropped (counted), with the rest of its
  * message. nic_uc_drop_msg drops pkt and the rest of its message for why. */
 bool nic_uc_accept(struct nic_qp *qp, const struct roce_pkt *pkt);

@@ -153,6 +153,7 @@ int nic_qp_destroy(struct nic_qp *qp)
 	nic = qp->nic;
 	cancel_waiters(qp);
 	nic_mw_qp_gone(qp);
+	nic_mcast_qp_gone(qp);
 	if (qp->runnable)
 		nic_list_del(&qp->run_link);
 	nic_list_del(&qp->link);

@@ -33,7 +33,8 @@ static void make_grh(uint8_t grh[NIC_GRH_LEN], const struct nic_gid *src,
 	}
 }
 
-void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src)
+void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_gid *src,
+	       const struct nic_gid *dst)
 {
 	struct nic_rq *rq = qp->srq ? &qp->srq->rq : &qp->rq;
 	struct nic_rwqe head;
@@ -49,7 +50,7 @@ void nic_ud_rx(struct nic_qp *qp, const struct roce_pkt *pkt, const struct nic_g
 		return nic_drop(qp->nic, qp, NIC_DROP_BAD_QKEY);
 	if (!w)
 		return nic_drop(qp->nic, qp, NIC_DROP_UD_NO_WQE);
-	make_grh(buf, src, &qp->nic->cfg.gid, pkt->len);
+	make_grh(buf, src, dst, pkt->len);
 	memcpy(buf + NIC_GRH_LEN, pkt->payload, pkt->payload_len);
 	wc = (struct nic_wc){ .wr_id = w->wr_id, .opcode = ODPEMU_WC_RECV, .byte_len = len,
 		.qp_num = qp->qpn, .src_qp = pkt->h.deth.sqpn, .wc_flags = NIC_WC_GRH };

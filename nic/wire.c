@@ -74,17 +74,17 @@ static void seal(const struct nic_gid *src, uint16_t sport, const struct nic_gid
 /* IPv4: any Identification a segmentation offload numbers (0 .. ROCE_ICRC_MAX_ID-1), since
  * a UDP socket never sees it; IPv6 has none. */
 bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
-		      const uint8_t *pkt, size_t len)
+		      const struct nic_gid *dst, const uint8_t *pkt, size_t len)
 {
 	struct roce_flow4 f4;
 	struct roce_flow6 f6;
 	uint16_t id;
 
-	if (nic_gid_is_v4(src) && nic_gid_is_v4(&nic->cfg.gid)) {
-		flow4_of(&f4, src, sport, &nic->cfg.gid, dport_of(nic));
+	if (nic_gid_is_v4(src) && nic_gid_is_v4(dst)) {
+		flow4_of(&f4, src, sport, dst, dport_of(nic));
 		return roce_icrc4_ok_any_id(&nic->icrc_ids, &f4, pkt, len, &id);
 	}
-	flow6_of(&f6, src, sport, &nic->cfg.gid, dport_of(nic));
+	flow6_of(&f6, src, sport, dst, dport_of(nic));
 	return roce_icrc6_ok(&f6, pkt, len);
 }
 
@@ -115,6 +115,8 @@ static long build_and_send(struct nic *nic, const struct nic_gid *dst, const str
 		return n;	/* a lent slot stays lent: the next packet is built over it */
 	seal(&nic->cfg.gid, sport_of(nic), dst, dport_of(nic), pkt, (size_t)n);
 	nic->ctr.pkts_sent++;
+	if (nic_gid_is_mcast(dst))
+		nic->ctr.mcast_pkts_sent++;
 	if (in_slot)
 		nic->cfg.ports.send_slot(nic->cfg.ports.ctx, dst, (size_t)n);
 	else

@@ -16,6 +16,7 @@
 #define ROCE_DEFAULT_PKEY 0xFFFFu
 #define ROCE_QPN_MASK     0xFFFFFFu
 #define ROCE_GSI_QPN      1u
+#define ROCE_MCAST_QPN    0xFFFFFFu	/* IBA 9.6.1.1: the destination QP of every multicast */
 #define ROCE_TVER         0u       /* IBA 9.2: transport header version 0 */
 #define ROCE_RETH_MAX_LEN (1u << 31) /* IBA 9.4.3: DMA length at most 2^31 */
 

@@ -19,7 +19,8 @@
  *
  * The files: channel.c (channels, events), id.c (IDs, bind, listen, options), addr.c
  * (address and route resolution, devices), conn.c (QPs, connect, accept, reject,
- * disconnect, establish), addrinfo.c (rdma_getaddrinfo), ep.c (rdma_create_ep),
+ * disconnect, establish), mcast.c (multicast joins), addrinfo.c (rdma_getaddrinfo),
+ * ep.c (rdma_create_ep),
  * rsocket.c (the rsocket calls: ENOSYS), names.c (rdma_event_str).
  */
 #ifndef ODPEMU_COMPAT_RDMACM_H
@@ -120,6 +121,7 @@ struct cma_id {
 	struct ibv_qp_init_attr *ep_attr;	/* a passive rdma_create_ep's: each request's
 					 * new ID gets a QP like it (rdma_get_request) */
 	struct ibv_pd *ep_pd;
+	struct cma_mc *mc;		/* multicast memberships, newest first (mcast.c) */
 };
 struct cma_id *cma_id(struct rdma_cm_id *id);
 /* The global lock of the ID list, the devices and the events' unacked counts. */
@@ -138,6 +140,17 @@ struct cma_id *cma_id_new(struct cma_channel *chan, bool sync, void *context,
 void cma_id_set_dev(struct cma_id *id, int dev);
 /* Sync IDs: wait for the next event on the ID's own channel, which must be want. */
 int cma_sync_wait(struct cma_id *id, enum rdma_cm_event_type want);
+
+/* ---- multicast (mcast.c) ---- */
+struct cma_mc {
+	struct cma_mc *next;
+	struct sockaddr_storage addr;	/* the group as joined */
+	union ibv_gid mgid;		/* its GID (IPv4-mapped) */
+	void *context;			/* the join's: the event's ud.private_data */
+	uint32_t flags;			/* enum rdma_cm_mc_join_flags */
+};
+/* rdma_destroy_id: leave every group still joined (the QP, if any, is detached). */
+void cma_leave_all(struct cma_id *id);
 
 /* ---- connections (conn.c) ---- */
 /* rdma_create_qp's work with the PD and attributes given (CQs made when attr has none). */

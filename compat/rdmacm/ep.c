@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ep — rdma_create_ep/rdma_destroy_ep (the sync endpoint helpers of rdma_verbs-style
  * programs: rdma_server, rdma_client), SRQs on an ID, and what odpemu does not offer
- * (multicast, ECE) with a clear error. */
+ * (ECE) with a clear error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,31 +90,6 @@ CMA_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 }
 
 /* ---- not offered ---- */
-
-static int unsupported(const char *what)
-{
-	fprintf(stderr, "odpemu librdmacm: %s is not supported\n", what);
-	return errno = ENOSYS, -1;
-}
-
-CMA_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
-{
-	(void)id, (void)addr, (void)context;
-	return unsupported("multicast (rdma_join_multicast)");
-}
-
-CMA_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc,
-				      void *context)
-{
-	(void)id, (void)mc, (void)context;
-	return unsupported("multicast (rdma_join_multicast_ex)");
-}
-
-CMA_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	(void)id, (void)addr;
-	return errno = EADDRNOTAVAIL, -1;	/* nothing was joined */
-}
 
 CMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {

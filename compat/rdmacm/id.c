@@ -168,6 +168,7 @@ CMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *cid)
 		pthread_cond_wait(&id->acked, &cma_lock);
 	unlink_id(id);
 	pthread_mutex_unlock(&cma_lock);
+	cma_leave_all(id);
 	release_daemon(id);
 	if (id->sync)
 		rdma_destroy_event_channel(&id->chan->ch);

@@ -175,6 +175,24 @@ CV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	return 0;
 }
 
+static_assert(sizeof(union ibv_gid) == sizeof(union odpemu_gid), "one GID layout");
+
+/* UD multicast: errno as ibv_attach_mcast/ibv_detach_mcast on a kernel device (lib/mcast.c).
+ * union ibv_gid and union odpemu_gid are the same 16 bytes. */
+CV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	if (!qp || !gid)
+		return cv_fail(EINVAL);
+	return odpemu_attach_mcast(cv_qp(qp)->odp, (const union odpemu_gid *)gid, lid);
+}
+
+CV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	if (!qp || !gid)
+		return cv_fail(EINVAL);
+	return odpemu_detach_mcast(cv_qp(qp)->odp, (const union odpemu_gid *)gid, lid);
+}
+
 /* The responder places a message's packets in PSN order, and a packet's bytes at once. */
 CV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
 {

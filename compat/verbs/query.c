@@ -46,6 +46,9 @@ static void device_attr(const struct odpemu_device_attr *o, struct ibv_device_at
 	a->max_mr = o->max_mr;
 	a->max_pd = o->max_pd;
 	a->max_mw = o->max_mw;
+	a->max_mcast_grp = o->max_mcast_grp;
+	a->max_mcast_qp_attach = o->max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = o->max_total_mcast_qp_attach;
 	a->max_qp_rd_atom = o->max_qp_rd_atom;
 	a->max_res_rd_atom = o->max_qp_rd_atom * o->max_qp;
 	a->max_qp_init_rd_atom = o->max_qp_init_rd_atom;

@@ -13,18 +13,6 @@
 
 /* ---- public verbs outside the model ---- */
 
-CV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp; (void)gid; (void)lid;
-	return cv_fail(EOPNOTSUPP);	/* UD multicast is not modelled */
-}
-
-CV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp; (void)gid; (void)lid;
-	return cv_fail(EOPNOTSUPP);
-}
-
 /* Layer-2 addresses never matter: the daemon's UDP socket routes by IP. */
 CV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
 					  uint8_t eth_mac[6], uint16_t *vid)

@@ -188,11 +188,13 @@ struct emu_wire_stats {
 #undef EMU_WIRE_STAT_FIELD_
 
 /* Where a packet goes once the injector lets it: dir TX, to peer (sport unused); dir RX,
- * from peer:sport, to nic/. pkt is valid during the call only. The callback may pass
+ * from peer:sport, to nic/; to: NULL, or for RX the multicast group it was sent to (it
+ * came on the group's socket, emu/io/mcast.c). pkt is valid during the call only. The callback may pass
  * packets of the other direction through emu_wire_pass (a received packet makes nic/
  * answer), never of its own. */
 typedef void (*emu_wire_out_fn)(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
-				uint16_t sport, const uint8_t *pkt, size_t len);
+				uint16_t sport, const struct nic_gid *to, const uint8_t *pkt,
+				size_t len);
 
 struct emu_wire_entry;
 
@@ -225,7 +227,8 @@ static inline bool emu_wire_active(const struct emu_wire *w, enum emu_wire_dir d
 
 /* One packet of dir through the injector at now (see emu_wire_out_fn for the rest). */
 void emu_wire_pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		   uint16_t sport, const uint8_t *pkt, size_t len, uint64_t now);
+		   uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len,
+		   uint64_t now);
 /* Release what is due at now: delayed packets in due order (equal dues in the order they
  * came), then held packets whose 1 ms is over. Bounded by what waited when it was called.
  * Returns the number of packets released. */

@@ -21,7 +21,9 @@ struct emu_wire_entry {
 	uint64_t due;		/* delay line: when it leaves; held: its deadline */
 	uint64_t seq;		/* delay line: equal dues leave in arrival order */
 	struct nic_gid peer;
+	struct nic_gid to;	/* RX from a multicast group: the group (has_to) */
 	uint16_t sport;
+	bool has_to;
 	uint8_t dir;
 	uint8_t copies;
 	unsigned left;		/* held: later packets to its peer that still have to pass */
@@ -51,17 +53,24 @@ void emu_wire_fini(struct emu_wire *w)
 }
 
 static struct emu_wire_entry *entry_new(enum emu_wire_dir dir, const struct nic_gid *peer,
-					uint16_t sport, const uint8_t *pkt, size_t len,
-					unsigned copies)
+					uint16_t sport, const struct nic_gid *to,
+					const uint8_t *pkt, size_t len, unsigned copies)
 {
 	struct emu_wire_entry *e = malloc(sizeof(*e) + len);
 
 	if (!e)
 		return NULL;
 	*e = (struct emu_wire_entry){ .peer = *peer, .sport = sport, .dir = (uint8_t)dir,
-		.copies = (uint8_t)copies, .len = len };
+		.copies = (uint8_t)copies, .len = len, .has_to = to != NULL };
+	if (to)
+		e->to = *to;
 	memcpy(e->pkt, pkt, len);
 	return e;
+}
+
+static const struct nic_gid *to_of(const struct emu_wire_entry *e)
+{
+	return e->has_to ? &e->to : NULL;
 }
 
 /* ---- the delay line: a binary min-heap ---- */
@@ -107,10 +116,11 @@ static struct emu_wire_entry *heap_pop(struct emu_wire *w)
 /* ---- leaving ---- */
 
 static void out_copies(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		       uint16_t sport, const uint8_t *pkt, size_t len, unsigned copies)
+		       uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len,
+		       unsigned copies)
 {
 	for (unsigned c = 0; c < copies; c++)
-		w->out(w->out_arg, dir, peer, sport, pkt, len);
+		w->out(w->out_arg, dir, peer, sport, to, pkt, len);
 }
 
 /* Held packets that left the list: out, in the order they were held, then freed. */
@@ -119,7 +129,7 @@ static void release(struct emu_wire *w, struct emu_wire_entry **list, unsigned n
 	for (unsigned i = 0; i < n; i++) {
 		struct emu_wire_entry *e = list[i];
 
-		out_copies(w, (enum emu_wire_dir)e->dir, &e->peer, e->sport, e->pkt, e->len,
+		out_copies(w, (enum emu_wire_dir)e->dir, &e->peer, e->sport, to_of(e), e->pkt, e->len,
 			   e->copies);
 		free(e);
 	}
@@ -148,9 +158,10 @@ static void count_passing(struct emu_wire *w, enum emu_wire_dir dir, const struc
 
 /* A packet leaves now (copies times), then the held packets it passed. */
 static void leave(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		  uint16_t sport, const uint8_t *pkt, size_t len, unsigned copies)
+		  uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len,
+		  unsigned copies)
 {
-	out_copies(w, dir, peer, sport, pkt, len, copies);
+	out_copies(w, dir, peer, sport, to, pkt, len, copies);
 	if (w->nholds)
 		count_passing(w, dir, peer, copies);
 }
@@ -158,12 +169,13 @@ static void leave(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gi
 /* ---- the packet's way ---- */
 
 static bool hold(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		 uint16_t sport, const uint8_t *pkt, size_t len, unsigned copies,
+		 uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len,
+		 unsigned copies,
 		 unsigned depth, uint64_t now)
 {
 	struct emu_wire_entry *e;
 
-	if (w->nholds == EMU_WIRE_HOLD_MAX || !(e = entry_new(dir, peer, sport, pkt, len, copies)))
+	if (w->nholds == EMU_WIRE_HOLD_MAX || !(e = entry_new(dir, peer, sport, to, pkt, len, copies)))
 		return false;
 	e->left = depth;
 	e->due = now + EMU_WIRE_HOLD_NS;
@@ -172,11 +184,12 @@ static bool hold(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid
 }
 
 static bool delay(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		  uint16_t sport, const uint8_t *pkt, size_t len, unsigned copies, uint64_t due)
+		  uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len,
+		  unsigned copies, uint64_t due)
 {
 	struct emu_wire_entry *e;
 
-	if (w->nheap == EMU_WIRE_QUEUE_MAX || !(e = entry_new(dir, peer, sport, pkt, len, copies)))
+	if (w->nheap == EMU_WIRE_QUEUE_MAX || !(e = entry_new(dir, peer, sport, to, pkt, len, copies)))
 		return false;
 	e->due = due;
 	e->seq = w->seq++;
@@ -185,7 +198,7 @@ static bool delay(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gi
 }
 
 void emu_wire_pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid *peer,
-		   uint16_t sport, const uint8_t *pkt, size_t len, uint64_t now)
+		   uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len, uint64_t now)
 {
 	struct emu_wire_verdict v;
 
@@ -196,7 +209,7 @@ void emu_wire_pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_g
 		return;
 	}
 	if (len > EMU_WIRE_PKT_MAX) {	/* never: both paths carry smaller packets */
-		leave(w, dir, peer, sport, pkt, len, 1);
+		leave(w, dir, peer, sport, to, pkt, len, 1);
 		return;
 	}
 	if (v.corrupt_bit >= 0 || v.copies > 1) {
@@ -207,16 +220,16 @@ void emu_wire_pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_g
 		if (v.corrupt_bit >= 0)
 			w->scratch[dir][v.corrupt_bit / 8] ^= (uint8_t)(1u << v.corrupt_bit % 8);
 	}
-	if (v.hold && hold(w, dir, peer, sport, pkt, len, v.copies, v.hold, now)) {
+	if (v.hold && hold(w, dir, peer, sport, to, pkt, len, v.copies, v.hold, now)) {
 		w->st.reordered++;
 	} else if (v.delay) {	/* (no room to hold it: it goes on in order) */
-		if (!delay(w, dir, peer, sport, pkt, len, v.copies, now + v.delay_ns)) {
+		if (!delay(w, dir, peer, sport, to, pkt, len, v.copies, now + v.delay_ns)) {
 			w->st.overflow++;
 			return;
 		}
 		w->st.delayed++;
 	} else {
-		leave(w, dir, peer, sport, pkt, len, v.copies);
+		leave(w, dir, peer, sport, to, pkt, len, v.copies);
 	}
 	/* counted once the packet is on its way, so that drop_icrc at the receiver adds up */
 	if (v.corrupt_bit >= 0)
@@ -234,7 +247,8 @@ unsigned emu_wire_tick(struct emu_wire *w, uint64_t now)
 	while (budget-- && w->nheap && w->heap[0]->due <= now) {
 		struct emu_wire_entry *e = heap_pop(w);
 
-		leave(w, (enum emu_wire_dir)e->dir, &e->peer, e->sport, e->pkt, e->len, e->copies);
+		leave(w, (enum emu_wire_dir)e->dir, &e->peer, e->sport, to_of(e), e->pkt, e->len,
+		      e->copies);
 		free(e);
 		n++;
 	}

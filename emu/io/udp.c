@@ -481,12 +481,66 @@ static int set_opt(int fd, int level, int opt, int v, const char *what, char *er
 	return -errno;
 }
 
+/* Multicast sends (udp.h): out of the device's interface, looped back, TTL 64. A host
+ * that refuses these still sends unicast: errors are ignored (a multicast send then
+ * follows the routing table, or fails and is counted). */
+static void mcast_send_options(struct emu_udp *u)
+{
+	int one = 1, ttl = 64;
+
+	if (u->family == AF_INET) {
+		struct ip_mreqn m = { .imr_ifindex = u->cfg.ifindex };
+
+		memcpy(&m.imr_address, u->cfg.local.raw + 12, 4);
+		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_IF, &m, sizeof(m));
+		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_LOOP, &one, sizeof(one));
+		(void)setsockopt(u->fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl));
+		return;
+	}
+	if (u->cfg.ifindex)
+		(void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &u->cfg.ifindex,
+				 sizeof(u->cfg.ifindex));
+	(void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &one, sizeof(one));
+	(void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &ttl, sizeof(ttl));
+}
+
+/* A group socket's membership (udp.h, cfg.group): on the interface of cfg.iface. */
+static int group_join(struct emu_udp *u, char *err, size_t errlen)
+{
+	int zero = 0;
+
+	if (u->family == AF_INET) {
+		struct ip_mreqn m = { .imr_ifindex = u->cfg.ifindex };
+
+		memcpy(&m.imr_multiaddr, u->cfg.local.raw + 12, 4);
+		memcpy(&m.imr_address, u->cfg.iface.raw + 12, 4);
+		if (setsockopt(u->fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m)) == 0)
+			return set_opt(u->fd, IPPROTO_IP, IP_MULTICAST_ALL, zero,
+				       "IP_MULTICAST_ALL", err, errlen);
+	} else {
+		struct ipv6_mreq m = { .ipv6mr_interface = (unsigned)u->cfg.ifindex };
+
+		memcpy(&m.ipv6mr_multiaddr, u->cfg.local.raw, 16);
+		if (setsockopt(u->fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m, sizeof(m)) == 0)
+			return 0;
+	}
+	emu_say(err, errlen, "cannot join multicast group %s on the device's interface: %s",
+		u->name, strerror(errno));
+	return -errno;
+}
+
 static int sock_options(struct emu_udp *u, char *err, size_t errlen)
 {
-	int rc;
+	int rc = 0;
 
 	set_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF, u->cfg.rcvbuf);
 	set_buf(u->fd, SO_SNDBUFFORCE, SO_SNDBUF, u->cfg.sndbuf);
+	if (u->cfg.group)
+		rc = set_opt(u->fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR", err, errlen);
+	else
+		mcast_send_options(u);
+	if (rc)
+		return rc;
 	/* DF=1 and, on an unconnected socket, IP ID 0: the ICRC covers both (REFERENCE.md). */
 	if (u->family == AF_INET)
 		return set_opt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO,
@@ -549,6 +603,8 @@ static int sock_open(struct emu_udp *u, char *err, size_t errlen)
 			     "SO_BINDTOIFINDEX (is ifindex an interface?)", err, errlen);
 	if (!rc)
 		rc = sock_bind(u, err, errlen);
+	if (!rc && u->cfg.group)
+		rc = group_join(u, err, errlen);
 	return rc;
 }
 

@@ -6,6 +6,11 @@
  * IPv4 with IP_PMTUDISC_DO, so every datagram leaves with DF=1 and IP ID 0, the values the
  * ICRC was computed over; datagrams must therefore fit the path MTU (EMSGSIZE otherwise,
  * counted). SO_REUSEADDR stays off: a second daemon on the same address and port fails.
+ * Datagrams to a multicast group leave by the device's interface (IP_MULTICAST_IF by
+ * address, IPV6_MULTICAST_IF by index), looped back to this host's members too
+ * (IP_MULTICAST_LOOP), with TTL (hop limit) 64, the hop limit rdma_cm's join gives the
+ * group's address handle; a group's datagrams come in on a socket of the group's own
+ * (cfg.group, emu/io/mcast.c).
  *
  * RECEIVE. Multishot recvmsg into a ring of provided buffers (one SQE serves many
  * datagrams; buffers go back to the ring as soon as deliver returns), or, where the kernel
@@ -59,6 +64,12 @@ struct emu_udp_config {
 	bool bind_device;
 	unsigned rcvbuf, sndbuf;	/* bytes; 0: 8 MiB asked (SO_*BUFFORCE as root, else
 					 * SO_*BUF, which the kernel caps at rmem_max/wmem_max) */
+	/* A multicast group's socket (emu/io/mcast.c): local is the group, bound with
+	 * SO_REUSEADDR (every daemon of the host that joined it gets each datagram) and
+	 * joined on the interface of iface (its address; ifindex too when set), receiving
+	 * that group's datagrams only (IP_MULTICAST_ALL off). It sends nothing. */
+	bool group;
+	struct nic_gid iface;
 	bool force_fallback;	/* tests: use the recvmmsg path even if multishot works */
 	bool no_gso;		/* send datagram by datagram (--no-gso: captures show packets) */
 	bool no_gro;		/* receive datagram by datagram (--no-gro) */

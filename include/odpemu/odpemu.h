@@ -109,6 +109,7 @@ struct odpemu_device_attr {
 	int max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_mr, max_pd;
 	int max_srq, max_srq_wr, max_srq_sge;
 	int max_mw;			/* memory windows, type 1 and 2 */
+	int max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;	/* UD multicast */
 	int max_qp_rd_atom, max_qp_init_rd_atom;
 	uint32_t max_inline_data;	/* odpemu: ibv reports it per QP only */
 	uint16_t max_pkeys;
@@ -468,7 +469,15 @@ struct odpemu_qp *odpemu_create_qp(struct odpemu_pd *pd, struct odpemu_qp_init_a
 int odpemu_modify_qp(struct odpemu_qp *qp, struct odpemu_qp_attr *attr, int attr_mask);
 int odpemu_query_qp(struct odpemu_qp *qp, struct odpemu_qp_attr *attr, int attr_mask,
 		    struct odpemu_qp_init_attr *init);
+/* 0 or errno; EBUSY while the QP is attached to a multicast group (as the kernel). */
 int odpemu_destroy_qp(struct odpemu_qp *qp);
+/* ibv_attach_mcast / ibv_detach_mcast: a UD QP joins (leaves) the multicast group gid
+ * (ff00::/8, or IPv4-mapped 224.0.0.0/4); datagrams sent to the group with remote QPN
+ * 0xFFFFFF then reach it (docs/verbs.md). lid is ignored (RoCE). 0 or errno: EINVAL (not
+ * UD, not a multicast GID; detach: not attached), ENOMEM (max_mcast_* reached). Attaching
+ * twice is a no-op. */
+int odpemu_attach_mcast(struct odpemu_qp *qp, const union odpemu_gid *gid, uint16_t lid);
+int odpemu_detach_mcast(struct odpemu_qp *qp, const union odpemu_gid *gid, uint16_t lid);
 
 struct odpemu_send_wr {
 	uint64_t wr_id;

@@ -11,7 +11,11 @@
  *  - cmtime with 16 connections at once (its client destroys the event channel while its
  *    event thread still waits on it);
  *  - rping to a port nobody listens on: REJECTED (reason 8, invalid service ID); udaddy
- *    to one: UNREACHABLE (SIDR status 1, unsupported).
+ *    to one: UNREACHABLE (SIDR status 1, unsupported);
+ *  - mckey: UD multicast to 230.1.2.3 (rdma_join_multicast, a receiver on host 1, a sender
+ *    on host 0). The sender's QP is attached too, but mckey leaves the group right after
+ *    posting its sends, so whether their looped-back copies still find it attached is a
+ *    race (on rxe too): tests/emu/e2e/test_mcast.c checks that delivery instead.
  * perftest -R runs in the perftest tests; failures (dead daemon, dead server, silent
  * address) in rdmacm_failures; libfabric in libfabric.
  * The client starts once the server's daemon has its listener (cr_pair_run_cm).
@@ -144,6 +148,51 @@ static void no_listener(void)
 	free(out);
 }
 
+static unsigned long long dev_ctr(int host, const char *name)
+{
+	return cr_dev_counter(&env, host, name);
+}
+
+/* mckey: the receiver (host 1) posts its receives and joins; the sender (host 0) starts
+ * once host 1's daemon listens on the group, joins too, and sends 10 datagrams. UD has no
+ * retransmission: skipped under the harness's random drop. */
+static void mckey(void)
+{
+	struct cr_args sa = { 0 }, ca = { 0 };
+	unsigned long long sent0 = dev_ctr(0, "mcast_pkts_sent"),
+		groups1 = dev_ctr(1, "mcast_groups");
+	char *sout = NULL, *cout = NULL;
+	struct tr_proc s;
+	int rc, src;
+
+	if (env.ipv6 || env.drop_pct) {
+		printf("%-64s skipped (IPv4 group; no random drop)\n", "mckey -m 230.1.2.3");
+		return;
+	}
+	cr_push(&sa, "mckey", "-m", "230.1.2.3", "-b", env.host[1].addr, "-C", "10", NULL);
+	cr_push(&ca, "mckey", "-m", "230.1.2.3", "-b", env.host[0].addr, "-s", "-C", "10", NULL);
+	if (cr_start(&env, 1, &sa, NULL, &s))
+		return;
+	if (!cr_wait_dev_counter(&env, 1, "mcast_groups", groups1, &s, 20000)) {
+		T_CHECK(false, "mckey receiver never joined 230.1.2.3");
+		cr_collect(&s, &sa, 0, &sout);
+		free(sout);
+		return;
+	}
+	rc = cr_run(&env, 0, &ca, NULL, &cout, 60);
+	src = cr_collect(&s, &sa, 30, &sout);
+	T_CHECK(rc == 0 && cout && strstr(cout, "data transfers complete"),
+		"mckey sender: exit %d, output:\n%s", rc, cout ? cout : "");
+	T_CHECK(src == 0 && sout && strstr(sout, "joined dgid: ::ffff:230.1.2.3") &&
+		strstr(sout, "data transfers complete"), "mckey receiver: exit %d, output:\n%s",
+		src, sout ? sout : "");
+	T_CHECK(dev_ctr(0, "mcast_pkts_sent") - sent0 == 10, "host 0 sent 10 to the group");
+	T_CHECK(dev_ctr(1, "mcast_groups") == groups1, "host 1 left the group at the end");
+	printf("%-64s %s\n", cr_cmdline(&ca), rc || src ? "FAILED" : "ok");
+	free(sout);
+	free(cout);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -156,5 +205,6 @@ int main(void)
 	cmtime();
 	no_listener();
 	udaddy_no_listener();
+	mckey();
 	return cr_finish(&env, "compat-rdmacm");
 }

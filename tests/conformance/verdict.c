@@ -49,9 +49,10 @@ struct gap {
 	const char *what;
 };
 
+/* Empty since imports and multicast run (issue 30); the terminator keeps the table (and
+ * its checks) for the next gap found. */
 static const struct gap gaps[] = {
-	{ "Multicast is not supported", CONF_SKIP, "multicast (ibv_attach_mcast, "
-	  "rdma_join_multicast): rxe has it" },
+	{ NULL, CONF_OUTCOMES, NULL }	/* terminator */
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -68,7 +69,7 @@ static const struct allowed_skip *allowed_of(const struct conf_test *t)
 
 static const struct gap *gap_of(const struct conf_test *t)
 {
-	for (size_t i = 0; i < N(gaps); i++) {
+	for (size_t i = 0; gaps[i].match; i++) {
 		const char *in = gaps[i].outcome == CONF_SKIP ? t->reason : t->id;
 
 		if (gaps[i].outcome == t->outcome && in && strstr(in, gaps[i].match))
@@ -124,7 +125,7 @@ void conf_judge(const struct conf_results *r, bool sysfs)
 	}
 	T_CHECK(r->ran > 0 && (size_t)r->ran == r->n, "the suite ran %ld tests, %zu read",
 		r->ran, r->n);
-	for (size_t i = 0; i < N(gaps); i++)
+	for (size_t i = 0; gaps[i].match; i++)
 		T_CHECK(gap_hits[i] > 0, "gap '%s' (%s) no longer shows: take it off the list",
 			gaps[i].match, gaps[i].what);
 	printf("rdma-core v44 suite: %zu tests: %u passed, %u failed, %u errors, %u skipped\n",

@@ -534,6 +534,8 @@ struct rec {
 	uint8_t tag[256];		/* pkt[ROCE_BTH_LEN]: which packet */
 	size_t len[256];
 	uint8_t first[256][64];
+	bool has_to[256];		/* the multicast group came with it */
+	struct nic_gid to[256];
 	struct emu_wire *w;		/* answer: RX packets make a TX packet */
 	bool answer;
 };
@@ -541,13 +543,16 @@ struct rec {
 static struct rec rec;
 
 static void rec_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer,
-		    uint16_t sport, const uint8_t *pkt, size_t len)
+		    uint16_t sport, const struct nic_gid *to, const uint8_t *pkt, size_t len)
 {
 	struct rec *r = arg;
 	uint8_t ack[32];
 
 	(void)sport;
 	if (r->n < 256) {
+		r->has_to[r->n] = to != NULL;
+		if (to)
+			r->to[r->n] = *to;
 		r->dir[r->n] = dir;
 		r->tag[r->n] = pkt[ROCE_BTH_LEN];
 		r->len[r->n] = len;
@@ -557,7 +562,7 @@ static void rec_out(void *arg, enum emu_wire_dir dir, const struct nic_gid *peer
 	if (r->answer && dir == EMU_WIRE_RX) {	/* nic/ answers at once */
 		make_pkt(ack, ROCE_OP_RC_ACKNOWLEDGE, 9, sizeof(ack), 0);
 		ack[ROCE_BTH_LEN] = (uint8_t)(0x80 | pkt[ROCE_BTH_LEN]);
-		emu_wire_pass(r->w, EMU_WIRE_TX, peer, 0, ack, sizeof(ack), 0);
+		emu_wire_pass(r->w, EMU_WIRE_TX, peer, 0, NULL, ack, sizeof(ack), 0);
 	}
 }
 
@@ -568,7 +573,7 @@ static void pass(struct emu_wire *w, enum emu_wire_dir dir, const struct nic_gid
 
 	make_pkt(p, ROCE_OP_RC_SEND_MIDDLE, 9, sizeof(p), tag);
 	p[ROCE_BTH_LEN] = tag;
-	emu_wire_pass(w, dir, peer, 4791, p, sizeof(p), now);
+	emu_wire_pass(w, dir, peer, 4791, NULL, p, sizeof(p), now);
 }
 
 static void wire_up(struct emu_wire *w, uint64_t seed)
@@ -609,7 +614,7 @@ static void test_path_dup_corrupt(void)
 	rec.n = 0;
 	make_pkt(p, ROCE_OP_RC_SEND_MIDDLE, 9, sizeof(p), 1);
 	p[ROCE_BTH_LEN] = 1;
-	emu_wire_pass(&w, EMU_WIRE_TX, &peer_a, 0, p, sizeof(p), 0);
+	emu_wire_pass(&w, EMU_WIRE_TX, &peer_a, 0, NULL, p, sizeof(p), 0);
 	T_EQ(rec.n, 1, "a corrupted packet goes out");
 	for (size_t i = 0; i < sizeof(p); i++)
 		bits += __builtin_popcount(p[i] ^ rec.first[0][i]);
@@ -617,6 +622,28 @@ static void test_path_dup_corrupt(void)
 	T_CHECK(p[ROCE_BTH_LEN] == 1 && p[0] == ROCE_OP_RC_SEND_MIDDLE, "the caller's bytes untouched");
 	T_EQ(w.st.corrupted, 1, "wire_corrupted");
 	T_EQ(w.st.matched, 2, "wire_matched");
+	emu_wire_fini(&w);
+}
+
+/* A datagram a multicast group's socket received keeps its group through the delay line
+ * (nic_rx_mcast needs it); one that came to the device's address has none. */
+static void test_path_group(void)
+{
+	static struct emu_wire w;
+	struct nic_gid g = nic_gid_from_v4(0xE6010203u);
+	uint8_t p[48];
+
+	wire_up(&w, 3);
+	set(&w.rules, "wire-delay-us", "rx:100");
+	make_pkt(p, ROCE_OP_UD_SEND_ONLY, 0xFFFFFF, sizeof(p), 1);
+	p[ROCE_BTH_LEN] = 1;
+	emu_wire_pass(&w, EMU_WIRE_RX, &peer_a, 4791, &g, p, sizeof(p), 0);
+	pass(&w, EMU_WIRE_RX, &peer_a, 2, 0);
+	T_EQ(rec.n, 0, "both delayed");
+	T_EQ(emu_wire_tick(&w, 1000000), 2, "both out");
+	T_CHECK(rec.n == 2 && rec.has_to[0] && !memcmp(&rec.to[0], &g, sizeof(g)),
+		"the group's datagram leaves with its group");
+	T_CHECK(rec.n == 2 && !rec.has_to[1], "a unicast one with none");
 	emu_wire_fini(&w);
 }
 
@@ -738,6 +765,7 @@ int main(int argc, char **argv)
 	test_precedence();
 	test_path_dup_corrupt();
 	test_path_delay();
+	test_path_group();
 	test_path_reorder();
 	test_path_reentry();
 	return t_done("emu-wire");

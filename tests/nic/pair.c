@@ -19,12 +19,13 @@ static struct port_ctx ctxs[64][2];
 static unsigned nctx;
 
 /* One packet onto the wire: dropped (NULL) or queued in the spare on top, returned. */
-static struct pair_pkt *wire_take(struct pair *p, const struct nic_gid *dst, uint8_t opcode,
-				  size_t len)
+static struct pair_pkt *wire_take(struct pair *p, int from, const struct nic_gid *dst,
+				  uint8_t opcode, size_t len)
 {
 	struct pair_pkt *q;
 	int to = memcmp(dst, &p->s[1].gid, sizeof(*dst)) == 0 ? 1 :
-		 memcmp(dst, &p->s[0].gid, sizeof(*dst)) == 0 ? 0 : -1;
+		 memcmp(dst, &p->s[0].gid, sizeof(*dst)) == 0 ? 0 :
+		 nic_gid_is_mcast(dst) ? PAIR_TO_GROUP : -1;
 
 	p->sent++;
 	if (to < 0 || p->qcount == PAIR_PKTQ || len > sizeof(q->buf) ||
@@ -35,6 +36,8 @@ static struct pair_pkt *wire_take(struct pair *p, const struct nic_gid *dst, uin
 	q = p->spare[--p->nspare];
 	p->q[(p->qhead + p->qcount++) % PAIR_PKTQ] = q;
 	q->to = to;
+	q->from = from;
+	q->group = *dst;
 	q->len = (uint32_t)len;
 	return q;
 }
@@ -43,7 +46,7 @@ static struct pair_pkt *wire_take(struct pair *p, const struct nic_gid *dst, uin
 static void port_send(void *ctx, const struct nic_gid *dst, const uint8_t *pkt, size_t len)
 {
 	struct port_ctx *c = ctx;
-	struct pair_pkt *q = wire_take(c->p, dst, pkt[0], len);
+	struct pair_pkt *q = wire_take(c->p, c->side, dst, pkt[0], len);
 
 	if (q)
 		memcpy(q->buf, pkt, len);
@@ -70,7 +73,7 @@ static void port_send_slot(void *ctx, const struct nic_gid *dst, size_t len)
 	if (!c->slot_lent)
 		return;
 	c->slot_lent = false;
-	(void)wire_take(p, dst, p->spare[p->nspare - 1]->buf[0], len);
+	(void)wire_take(p, c->side, dst, p->spare[p->nspare - 1]->buf[0], len);
 }
 
 static int port_read(void *ctx, uint32_t client, uint64_t host, void *dst, size_t len)
@@ -173,6 +176,19 @@ void pair_persist_answer(struct pair *p, int i, int status)
 	w->fn(w->cookie, status);
 }
 
+/* Groups gained and lost, as the daemon's group sockets would follow them. */
+static void port_mcast_member(void *ctx, const struct nic_gid *mgid, bool member)
+{
+	struct port_ctx *c = ctx;
+	struct pair_side *s = &c->p->s[c->side];
+
+	(void)mgid;
+	if (member)
+		s->mcast_joins++;
+	else
+		s->mcast_leaves++;
+}
+
 static struct nic_ports ports_for(struct pair *p, int side)
 {
 	struct port_ctx *c = &ctxs[nctx++ % 64][side];
@@ -182,7 +198,7 @@ static struct nic_ports ports_for(struct pair *p, int side)
 	c->slot_lent = false;
 	return (struct nic_ports){ c, port_send, port_read, port_write, port_fault, port_event,
 		port_cq_notify, .tx_slot = port_tx_slot, .send_slot = port_send_slot,
-		.gsi_rx = port_gsi_rx,
+		.gsi_rx = port_gsi_rx, .mcast_member = port_mcast_member,
 		.persist = port_persist, .persist_cancel = port_persist_cancel };
 }
 
@@ -333,7 +349,8 @@ void pair_free(struct pair *p)
 		s->nfaults = 0;
 		if (s->qp)	/* a test that destroyed it sets NULL */
 			T_EQ(nic_qp_destroy(s->qp), 0, "qp destroy");
-		T_EQ(nic_qp_destroy(s->ud), 0, "ud destroy");
+		if (s->ud)	/* likewise */
+			T_EQ(nic_qp_destroy(s->ud), 0, "ud destroy");
 		if (s->uc)
 			T_EQ(nic_qp_destroy(s->uc), 0, "uc destroy");
 		T_EQ(nic_cq_destroy(s->scq), 0, "scq destroy");
@@ -375,6 +392,15 @@ static bool faults_due(const struct pair *p)
 	return !p->hold_faults && (p->s[0].nfaults || p->s[1].nfaults);
 }
 
+/* A packet to a multicast group reaches every NIC, its sender's too (IP_MULTICAST_LOOP),
+ * from the group's address; the NIC takes it if a QP of its joined. */
+static void deliver_group(struct pair *p, const struct pair_pkt *q)
+{
+	for (int i = 0; i < 2; i++)
+		nic_rx_mcast(p->s[i].nic, q->buf, q->len, &p->s[q->from].gid, ROCE_UDP_PORT,
+			     &q->group, p->now);
+}
+
 void pair_run(struct pair *p, uint64_t max_ns)
 {
 	uint64_t end = p->now + max_ns;
@@ -386,7 +412,10 @@ void pair_run(struct pair *p, uint64_t max_ns)
 			p->qhead = (p->qhead + 1) % PAIR_PKTQ;
 			p->qcount--;
 			p->delivered++;
-			nic_rx(p->s[q->to].nic, q->buf, q->len, &p->s[!q->to].gid, p->now);
+			if (q->to == PAIR_TO_GROUP)
+				deliver_group(p, q);
+			else
+				nic_rx(p->s[q->to].nic, q->buf, q->len, &p->s[!q->to].gid, p->now);
 			p->spare[p->nspare++] = q;
 			continue;
 		}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A two-NIC test bench for focused tests and nic-bench: NIC a (10.0.0.1) and NIC b
- * (10.0.0.2) on an in-memory wire (FIFO, optional drop of the n-th packet), host memory =
+ * (10.0.0.2) on an in-memory wire (FIFO, optional drop of the n-th packet; a packet to a
+ * multicast group goes to both NICs, nic_rx_mcast), host memory =
  * this process's memory (host address = pointer), a fault handler that answers from a
  * queue when pair_run() turns (optionally failing), virtual time that jumps to the next
  * deadline when nothing else is pending. One RC QP pair and one UD QP pair are connected.
@@ -23,8 +24,11 @@
 #define PAIR_PKTQ 4096
 #define PAIR_FAULTQ 256
 
+#define PAIR_TO_GROUP 2		/* pair_pkt.to: both sides, by nic_rx_mcast */
 struct pair_pkt {
-	int to;			/* 0: a, 1: b */
+	int to;			/* 0: a, 1: b, PAIR_TO_GROUP: multicast group `group` */
+	int from;
+	struct nic_gid group;
 	uint32_t len;
 	uint8_t buf[4096 + 128];
 };
@@ -50,6 +54,7 @@ struct pair_side {
 	unsigned nfaults;
 	struct pair_mad gsi[PAIR_GSI_KEPT];	/* QP1's MADs, ngsi % PAIR_GSI_KEPT the next */
 	unsigned ngsi;
+	unsigned mcast_joins, mcast_leaves;	/* ports.mcast_member calls */
 	/* the persist port (persistent FLUSH): what it was asked, the waiter it holds */
 	unsigned persist_calls, persist_cancels;
 	uint64_t persist_addr, persist_len;
