@@ -68,9 +68,13 @@ static void on_netdev(struct emu_io *io, const struct io_uring_cqe *cqe)
 		for (struct emu_session *s = d->sessions; s; s = s->next)
 			emu_session_event(s, ODPEMU_EVENT_GID_CHANGE, 1);
 	}
-	if (ch > 0 && (ch & EMU_NETDEV_MTU_CHANGED))
-		emu_log(EMU_LOG_INFO, "MTU of %s is now %u (new QPs see it)", d->netdev.name,
-			d->netdev.mtu);
+	if (ch > 0 && (ch & EMU_NETDEV_MTU_CHANGED)) {
+		/* ibv_query_port reads d->netdev; nic/ checks RTR against its own copy */
+		nic_set_active_mtu(d->nic, (enum odpemu_mtu)d->netdev.active_mtu);
+		emu_log(EMU_LOG_INFO, "MTU of %s is now %u, active MTU %u (QPs set up from now on "
+			"see it)", d->netdev.name, d->netdev.mtu,
+			roce_mtu_bytes((enum roce_mtu)d->netdev.active_mtu));
+	}
 	if (!(cqe->flags & IORING_CQE_F_MORE))
 		emu_loop_poll_in(&d->loop, emu_netdev_watch_fd(d->watch), &d->watch_io);
 }

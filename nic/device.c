@@ -14,6 +14,14 @@ static void free_tables(struct nic *nic)
 	nic_mcast_free(nic);
 }
 
+int nic_set_active_mtu(struct nic *nic, enum odpemu_mtu mtu)
+{
+	if (mtu < ODPEMU_MTU_256 || mtu > ODPEMU_MTU_4096)
+		return -EINVAL;
+	nic->cfg.active_mtu = mtu;
+	return 0;
+}
+
 int nic_create(const struct nic_config *cfg, struct nic **out)
 {
 	struct nic *nic;

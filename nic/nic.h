@@ -151,6 +151,11 @@ struct nic_config {
 };
 
 int nic_create(const struct nic_config *cfg, struct nic **out);
+/* The port's active MTU follows its netdev (mlx5 and rxe do, on a netdev MTU change):
+ * QPs moved to RTR from now on are checked against it and take it as their path MTU's
+ * bound; those already set up keep theirs (IBA 10.2.4.4: path MTU is the QP's). UD QPs take
+ * it at their next modify. -EINVAL outside 256..4096. */
+int nic_set_active_mtu(struct nic *nic, enum odpemu_mtu mtu);
 /* Fails with -EBUSY while any object exists. */
 int nic_destroy(struct nic *nic);
 const struct nic_device_attr *nic_attr(const struct nic *nic);

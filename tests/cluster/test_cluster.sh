@@ -77,7 +77,25 @@ for mtu in 1500 9000; do
 done
 
 echo "== the tool"
-"${c[@]}" up 2 --subnet "$subnet" >/dev/null || fail "up 2"
+"${c[@]}" up 2 --subnet "$subnet" --mtu 1500 >/dev/null || fail "up 2"
+# the MTU raised under running daemons: the ports follow, a new RC pair uses 4096
+o=$("${c[@]}" exec h1 ibv_devinfo 2>&1)
+[[ $o == *"active_mtu:"*"1024 (3)"* ]] || fail "MTU 1500: active MTU not 1024: $o"
+"${c[@]}" mtu 9000 || fail "mtu 9000"
+o=$("${c[@]}" exec h1 ibv_devinfo 2>&1)
+[[ $o == *"active_mtu:"*"4096 (5)"* ]] || fail "after mtu 9000: active MTU not 4096: $o"
+"${c[@]}" exec h2 timeout 60 ib_write_bw -d odp0 -x 1 -F -s 65536 -n 200 >/dev/null 2>&1 &
+srv=$!
+o=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  sleep 0.5
+  o=$("${c[@]}" exec h1 timeout 60 ib_write_bw -d odp0 -x 1 -F -s 65536 -n 200 \
+    "$subnet.2" 2>&1) && break	# until the server listens
+done
+[[ $o == *"Mtu             : 4096"* && $o == *" 65536 "*" 200 "* ]] ||
+  fail "ib_write_bw after the MTU change: $o"
+wait "$srv" || fail "ib_write_bw server after the MTU change"
+o=$("${c[@]}" mtu x 2>&1); [ $? -eq 2 ] || fail "mtu x: $o"
 o=$("${c[@]}" exec h2 ibv_devinfo 2>&1)
 [[ $o == *"hca_id:	odp0"* && $o == *PORT_ACTIVE* ]] || fail "exec h2 ibv_devinfo: $o"
 o=$("${c[@]}" exec "$subnet.1" ibv_devices 2>&1)
