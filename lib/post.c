@@ -134,6 +134,8 @@ static void write_swqe(const struct lib_qp *qp, struct ipc_swqe *w, const struct
 		char *p = (char *)w->sge;
 
 		for (int i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;	/* its addr may be NULL (UCX's zero-byte puts) */
 			memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			p += wr->sg_list[i].length;
 		}

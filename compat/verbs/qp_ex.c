@@ -289,7 +289,8 @@ static void set_inline(struct ibv_qp_ex *qpx, size_t num_buf, const struct ibv_d
 			batch_error(&qp_of(qpx)->batch, EINVAL);
 			return;
 		}
-		memcpy(s->inl + len, bufs[i].addr, bufs[i].length);
+		if (bufs[i].length)	/* an empty buffer's addr may be NULL */
+			memcpy(s->inl + len, bufs[i].addr, bufs[i].length);
 		len += bufs[i].length;
 	}
 	s->sge[0] = (struct odpemu_sge){ .addr = (uintptr_t)s->inl, .length = (uint32_t)len };
