@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ring — each rank sends a 1 MiB message to the next and receives one from the previous,
- * ITERS times, the buffers freed and allocated again between iterations (the pattern that
+ * `iters` times, the buffers freed and allocated again between iterations (the pattern that
  * stales a registration cache: the same addresses may come back with other pages), every
  * byte checked. Then MPI_Allreduce and MPI_Alltoall on such buffers, checked. Exit 0 when
- * every check of every rank passed.
+ * every check of every rank passed. argv[1]: iters (default 20).
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -13,7 +13,9 @@
 #include <string.h>
 
 #define MSG (1u << 20)
-#define ITERS 20
+#define ITERS_DEFAULT 20
+
+static int iters = ITERS_DEFAULT;	/* argv[1] may say more */
 
 static int rank, size, errors;
 
@@ -32,7 +34,7 @@ static void ring(void)
 {
 	int next = (rank + 1) % size, prev = (rank + size - 1) % size;
 
-	for (int it = 0; it < ITERS; it++) {
+	for (int it = 0; it < iters; it++) {
 		uint8_t *out = malloc(MSG), *in = malloc(MSG);
 		size_t bad = 0;
 
@@ -55,7 +57,7 @@ static void allreduce(void)
 {
 	const int n = MSG / sizeof(int64_t);
 
-	for (int it = 0; it < ITERS / 4; it++) {
+	for (int it = 0; it < iters / 4; it++) {
 		int64_t *v = malloc(MSG), *sum = malloc(MSG);
 		size_t bad = 0;
 
@@ -76,7 +78,7 @@ static void alltoall(void)
 {
 	const size_t chunk = 64 * 1024;
 
-	for (int it = 0; it < ITERS / 4; it++) {
+	for (int it = 0; it < iters / 4; it++) {
 		uint8_t *out = malloc(chunk * size), *in = malloc(chunk * size);
 		size_t bad = 0;
 
@@ -100,6 +102,8 @@ int main(int argc, char **argv)
 	int all = 0;
 
 	MPI_Init(&argc, &argv);
+	if (argc > 1 && atoi(argv[1]) > 0)
+		iters = atoi(argv[1]);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	ring();
@@ -107,7 +111,7 @@ int main(int argc, char **argv)
 	alltoall();
 	MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0)
-		printf("ring: %d ranks, %d x 1 MiB ring, allreduce, alltoall: %s\n", size, ITERS,
+		printf("ring: %d ranks, %d x 1 MiB ring, allreduce, alltoall: %s\n", size, iters,
 		       all ? "FAILED" : "all data checks passed");
 	MPI_Finalize();
 	return all ? 1 : 0;

@@ -28,13 +28,13 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 trap '"${c[@]}" down >/dev/null 2>&1' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# job <what> <seconds> <mpirun args...>: runs $prog (the ring unless set) on 8 ranks; sets
-# out and rc.
+# job <what> <seconds> <mpirun args...>: runs $prog (the ring unless set) with $prog_args on
+# 8 ranks; sets out and rc.
 job() {
   local what=$1 secs=$2 p=${prog:-$ring}; shift 2
   out=$(timeout -k 5 "$secs" mpirun --hostfile "$("${c[@]}" hostfile)" -np 8 \
     --mca plm_rsh_agent "${c[*]} rsh" --mca btl ^vader,tcp,openib,uct \
-    --mca oob_tcp_if_include "$subnet.0/24" "$@" "$p" 2>&1)
+    --mca oob_tcp_if_include "$subnet.0/24" "$@" "$p" ${prog_args:-} 2>&1)
   rc=$?
   echo "-- $what: exit $rc; $(grep -m1 -E '^(ring|onesided):' <<<"$out" || echo 'no result line')"
 }
@@ -86,6 +86,35 @@ for mtu in 1500 9000; do
   { passed && [ "$rc" -eq 0 ]; } || fail "libfabric pinned, MTU $mtu: $out"
 
   "${c[@]}" down || fail "down"
+done
+
+echo "== a daemon killed under a job"
+"${c[@]}" up 4 --subnet "$subnet" >/dev/null || fail "up 4"
+start=$SECONDS
+( sleep 3; ip netns pids "$name-h3" | while read -r p; do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = odpemud ] && kill -KILL "$p"; done ) &
+killer=$!
+prog_args=2000 job "UCX ring of 2000 iterations, h3's daemon SIGKILLed after 3 s" 240 \
+  "${ucx[@]}" -x UCX_IB_REG_METHODS=rcache,direct
+wait "$killer"
+took=$((SECONDS - start))
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] ||
+  fail "the job with a dead daemon: exit $rc (124/137: killed by the timeout), want an error"
+echo "   it ended with exit $rc after ${took} s: $(grep -m1 -iE 'fatal|error' <<<"$out")"
+for k in 1 2 3 4; do
+  left=$(ip netns pids "$name-h$k" 2>/dev/null | while read -r p; do
+    comm=$(cat "/proc/$p/comm" 2>/dev/null); [ "$comm" != odpemud ] && echo "$p:$comm"; done)
+  [ -z "$left" ] || fail "h$k: processes left after the job: $left"
+done
+"${c[@]}" down || fail "down after the killed daemon"
+
+echo "== 8 hosts up and down 10 times"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  "${c[@]}" up 8 --subnet "$subnet" >/dev/null || { fail "up 8, round $i"; break; }
+  "${c[@]}" down || fail "down, round $i"
+  n=$(ip netns list | grep -c "^$name-h")
+  l=$(ip -o link show | grep -c " $name-")
+  [ "$n" -eq 0 ] && [ "$l" -eq 0 ] || { fail "round $i left $n namespaces, $l links"; break; }
 done
 
 echo "== the tool"
