@@ -50,6 +50,33 @@ sys.exit(0 if hosts and all(h["stat"]["devices"][0]["counters"]["page_faults"] >
                             for h in hosts) else 1)'
 }
 
+# ucx_perftest between h1 and h2: UCP tag_lat and tag_bw over rc_verbs (ud_verbs for the
+# wire-up), UCT put_bw (zero-copy) over rc_verbs, 64 KiB; each prints its figures ("Final:").
+ucx_perftests() {
+  local t port=13337 o srv args
+  command -v ucx_perftest >/dev/null || { fail "no ucx_perftest (apt-get install ucx-utils)"; return; }
+  for t in tag_lat tag_bw put_bw; do
+    port=$((port + 1))
+    args=(-p "$port")
+    [ "$t" = put_bw ] && args+=(-x rc_verbs -d odp0:1 -D zcopy)	# short puts stop at 64 B
+    "${c[@]}" exec h2 env UCX_TLS=rc_verbs,ud_verbs timeout 60 ucx_perftest "${args[@]}" \
+      >/dev/null 2>&1 &
+    srv=$!
+    o=""
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      sleep 0.5
+      o=$("${c[@]}" exec h1 env UCX_TLS=rc_verbs,ud_verbs timeout 60 ucx_perftest \
+        "$subnet.2" "${args[@]}" -t "$t" -n 2000 -s 65536 2>&1) && break
+    done
+    wait "$srv"
+    if [[ $o == *"Final:"* && $o != *ERROR* ]]; then
+      echo "-- ucx_perftest $t (64 KiB), h1 -> h2: $(grep -m1 'Final:' <<<"$o" | tr -s ' ')"
+    else
+      fail "ucx_perftest $t: $o"
+    fi
+  done
+}
+
 ucx=(--mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs,self)
 ofi=(--mca pml cm --mca mtl ofi -x "FI_PROVIDER=verbs;ofi_rxm")
 
@@ -85,6 +112,7 @@ for mtu in 1500 9000; do
   job "libfabric verbs;ofi_rxm, pinned" 180 "${ofi[@]}" -x FI_VERBS_USE_ODP=0
   { passed && [ "$rc" -eq 0 ]; } || fail "libfabric pinned, MTU $mtu: $out"
 
+  [ "$mtu" = 9000 ] && ucx_perftests
   "${c[@]}" down || fail "down"
 done
 
