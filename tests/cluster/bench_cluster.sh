@@ -22,10 +22,11 @@ run() {
   local label=$1 out k v; shift
   out=$(timeout -k 5 600 mpirun "${common[@]}" "$@" "$bench" "$iters" 2>&1) ||
     { echo "$label: failed:"; echo "$out" | tail -20; return 1; }
-  while IFS=': ' read -r k v; do fig[$label.$k]=$v; done < <(grep -E '^[a-z0-9_]+: ' <<<"$out")
+  while IFS=': ' read -r k v; do fig[$label.$k]=$v; done < <(grep -E '^[A-Za-z0-9_]+: ' <<<"$out")
 }
 
 run ucx --mca btl ^vader,tcp,openib,uct --mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs,self \
+  -x UCX_UD_VERBS_TX_MIN_INLINE=128 \
   -x UCX_IB_REG_METHODS=rcache,direct
 run ofi --mca btl ^vader,tcp,openib,uct --mca pml cm --mca mtl ofi \
   -x "FI_PROVIDER=verbs;ofi_rxm"
