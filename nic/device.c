@@ -276,18 +276,32 @@ void nic_rx(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gi
 	nic_rx_from(nic, pkt, len, src, ROCE_UDP_PORT, now);
 }
 
-void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
-		 uint16_t sport, uint64_t now)
+int32_t nic_rx_begin(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		     uint16_t sport, const struct nic_gid *dst, uint64_t now)
 {
 	int32_t dqpn = roce_peek_dqpn(pkt, len);
-	struct nic_qp *qp;
 
 	nic->now = now;
 	nic->ctr.pkts_received++;
+	if (dqpn < 0) {
+		nic_drop(nic, NULL, NIC_DROP_PARSE);
+		return -1;
+	}
+	if (!nic_icrc_ok_from(nic, src, sport, dst, pkt, len)) {
+		nic_drop(nic, NULL, NIC_DROP_ICRC);
+		return -1;
+	}
+	return dqpn;
+}
+
+void nic_rx_from(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		 uint16_t sport, uint64_t now)
+{
+	int32_t dqpn = nic_rx_begin(nic, pkt, len, src, sport, &nic->cfg.gid, now);
+	struct nic_qp *qp;
+
 	if (dqpn < 0)
-		return nic_drop(nic, NULL, NIC_DROP_PARSE);
-	if (!nic_icrc_ok_from(nic, src, sport, &nic->cfg.gid, pkt, len))
-		return nic_drop(nic, NULL, NIC_DROP_ICRC);
+		return;
 	if (dqpn == ROCE_GSI_QPN)
 		return nic_gsi_rx(nic, pkt, len, src);
 	/* QP 0xFFFFFF is no QP: multicast comes by nic_rx_mcast, from the group's address */

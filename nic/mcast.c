@@ -167,15 +167,11 @@ unsigned nic_mcast_members(const struct nic *nic, const struct nic_gid *mgid)
 void nic_rx_mcast(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
 		  uint16_t sport, const struct nic_gid *mgid, uint64_t now)
 {
-	int32_t dqpn = roce_peek_dqpn(pkt, len);
+	int32_t dqpn = nic_rx_begin(nic, pkt, len, src, sport, mgid, now);
 	struct nic_mcg *g;
 
-	nic->now = now;
-	nic->ctr.pkts_received++;
 	if (dqpn < 0)
-		return nic_drop(nic, NULL, NIC_DROP_PARSE);
-	if (!nic_icrc_ok_from(nic, src, sport, mgid, pkt, len))
-		return nic_drop(nic, NULL, NIC_DROP_ICRC);
+		return;
 	if ((uint32_t)dqpn != ROCE_MCAST_QPN)
 		return nic_drop(nic, NULL, NIC_DROP_NO_QP);	/* IBA 9.6.1.1 */
 	nic->ctr.mcast_pkts_received++;

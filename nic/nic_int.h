@@ -475,6 +475,11 @@ int nic_xmit_in_place(struct nic_qp *qp, const struct nic_gid *dst, const struct
  * group it joined). */
 bool nic_icrc_ok_from(struct nic *nic, const struct nic_gid *src, uint16_t sport,
 		      const struct nic_gid *dst, const uint8_t *pkt, size_t len);
+/* Every received packet's first steps (nic_rx_from, nic_rx_mcast): the clock, the count,
+ * the BTH's destination QP and the ICRC as sent to dst. The destination QPN, or -1 once
+ * counted as a drop. */
+int32_t nic_rx_begin(struct nic *nic, const uint8_t *pkt, size_t len, const struct nic_gid *src,
+		     uint16_t sport, const struct nic_gid *dst, uint64_t now);
 
 /* req.c / comp.c / resp.c */
 void nic_req_run(struct nic_qp *qp);

@@ -38,13 +38,14 @@
 #include <infiniband/verbs.h>
 
 #include "harness.h"
+#include "rc_connect.h"
 #include "odpemu/verbs_ext.h"
 #include "t.h"
 
 #define LEN	65536u
 #define ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		 IBV_ACCESS_REMOTE_ATOMIC)
-#define GID_IDX	1
+#define GID_IDX	RC_CONNECT_GID_IDX
 
 struct side {
 	struct ibv_context *ctx;
@@ -134,20 +135,10 @@ static int to_init(struct ibv_qp *qp)
 			     IBV_QP_ACCESS_FLAGS);
 }
 
+/* The tests' RC connection (rc_connect.h), with 4 READ/atomic in flight. */
 static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = dqpn, .rq_psn = 1, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *dgid, .sgid_index = GID_IDX, .hop_limit = 64 } } };
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = 4 };
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return rc_connect(qp, dqpn, dgid, 4);
 }
 
 /* A fresh QP on side 1 connected to qp (each RC QP has one peer). NULL on failure. */

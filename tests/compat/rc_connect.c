@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+#include "rc_connect.h"
+
+int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid, uint8_t rd_atomic)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dqpn, .rq_psn = 1, .max_dest_rd_atomic = rd_atomic,
+		.min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *dgid, .sgid_index = RC_CONNECT_GID_IDX,
+				      .hop_limit = 64 } } };
+	int rc;
+
+	if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER)))
+		return rc;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = rd_atomic };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
