@@ -26,7 +26,7 @@
 #include <infiniband/verbs.h>
 
 #include "harness.h"
-#include "rc_connect.h"
+#include "verbs_t.h"
 #include "odpemu/odpemu.h"
 #include "t.h"
 
@@ -41,18 +41,6 @@ struct end {			/* a CQ and an RC QP */
 	struct ibv_qp *qp;
 	union ibv_gid gid;
 };
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-
-	for (int i = 0; l && l[i]; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), name))
-			c = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	return c;
-}
 
 static int make_end(struct ibv_context *c, struct ibv_pd *pd, struct end *e)
 {
@@ -79,7 +67,7 @@ static void free_end(struct end *e)
 		ibv_destroy_cq(e->cq);
 }
 
-/* The tests' RC connection (rc_connect.h), with 1 READ/atomic in flight. */
+/* The tests' RC connection (verbs_t.h), with 1 READ/atomic in flight. */
 static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid)
 {
 	return rc_connect(qp, dqpn, dgid, 1);

@@ -38,7 +38,7 @@
 #include <infiniband/verbs.h>
 
 #include "harness.h"
-#include "rc_connect.h"
+#include "verbs_t.h"
 #include "odpemu/verbs_ext.h"
 #include "t.h"
 
@@ -58,18 +58,6 @@ struct side {
 static struct h_env env;
 static struct ibv_mr *lease_event_mr;	/* lease_through_verbs' event thread saw it */
 static struct side s[2];
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-
-	for (int i = 0; l && l[i]; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), name))
-			c = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	return c;
-}
 
 static void device_model(struct ibv_context *c)
 {
@@ -135,7 +123,7 @@ static int to_init(struct ibv_qp *qp)
 			     IBV_QP_ACCESS_FLAGS);
 }
 
-/* The tests' RC connection (rc_connect.h), with 4 READ/atomic in flight. */
+/* The tests' RC connection (verbs_t.h), with 4 READ/atomic in flight. */
 static int connect_qp(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid)
 {
 	return rc_connect(qp, dqpn, dgid, 4);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-#include "rc_connect.h"
+#include <string.h>
+
+#include "verbs_t.h"
 
 int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid, uint8_t rd_atomic)
 {
@@ -19,4 +21,16 @@ int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid, uint
 		.rnr_retry = 7, .sq_psn = 1, .max_rd_atomic = rd_atomic };
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+struct ibv_context *open_dev(const char *name)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = NULL;
+
+	for (int i = 0; l && l[i]; i++)
+		if (!c && !strcmp(ibv_get_device_name(l[i]), name))
+			c = ibv_open_device(l[i]);
+	ibv_free_device_list(l);
+	return c;
 }
