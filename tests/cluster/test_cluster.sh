@@ -16,7 +16,7 @@
 # verbs;ofi_rxm lacks (docs/cluster.md).
 # usage: test_cluster.sh <odpemu-cluster> <ring> <onesided>   exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
-cluster=$1 ring=$2 onesided=$3
+cluster=$1 ring=$(realpath "$2") onesided=$(realpath "$3")	# meson may name them relative
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: the cluster needs root (network namespaces)"; exit 77; }
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (apt-get install openmpi-bin)"; exit 77; }
 

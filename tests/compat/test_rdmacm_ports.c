@@ -4,6 +4,7 @@
  * daemons of the e2e harness, run as a client program is: in host 0's place with the
  * drop-ins on its library path, so that it loads no other copy of odpemu's library.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +17,23 @@ static struct h_env env;
 int main(int argc, char **argv)
 {
 	struct cr_args a = { 0 };
-	char *out = NULL;
+	char prog[PATH_MAX], *out = NULL;
 	int rc;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s RDMACM-PORTS-PROGRAM\n", argv[0]);
 		return 2;
 	}
+	/* meson may name it relative to the build directory; the run may start elsewhere
+	 * (a profile's wrapper, another user) */
+	if (!realpath(argv[1], prog)) {
+		fprintf(stderr, "%s: %m\n", argv[1]);
+		return 1;
+	}
 	h_up(&env, NULL, NULL, 180);
 	if (strchr(env.host[0].addr, ':'))
 		h_skip(&env, "its cases need IPv4 test hosts");
-	cr_push(&a, argv[1], env.host[0].addr, env.host[1].addr, NULL);
+	cr_push(&a, prog, env.host[0].addr, env.host[1].addr, NULL);
 	rc = cr_run(&env, 0, &a, NULL, &out, 120);
 	printf("%s", out ? out : "(no output)\n");
 	T_CHECK(rc == 0, "%s: exit %d", cr_cmdline(&a), rc);
