@@ -24,8 +24,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s RDMACM-PORTS-PROGRAM\n", argv[0]);
 		return 2;
 	}
-	/* meson may name it relative to the build directory; the run may start elsewhere
-	 * (a profile's wrapper, another user) */
+	/* meson passes its absolute path (a profile's wrapper runs this from elsewhere); a
+	 * relative one from a user is made absolute before the harness changes anything */
 	if (!realpath(argv[1], prog)) {
 		fprintf(stderr, "%s: %m\n", argv[1]);
 		return 1;
