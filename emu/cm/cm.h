@@ -155,6 +155,8 @@ void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, ui
 		   const struct ipc_cm_private *priv);
 
 /* ---- cm_port.c: sharing a port, hearing a request ---- */
+/* The all-zero GID: a listener's or a reservation's "any address of the device". */
+bool emu_cm_gid_any(const struct nic_gid *g);
 int emu_cm_port_check(const struct emu_cm *cm, const struct emu_cm_listener *self,
 		      uint64_t sid, const struct nic_gid *addr, uint16_t family, bool reuse,
 		      bool afonly);

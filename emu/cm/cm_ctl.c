@@ -129,13 +129,6 @@ static struct emu_obj *channel_of(struct emu_req *r, uint32_t handle)
 	return emu_obj_get(r->s, handle, EMU_OBJ_CM_CHANNEL);
 }
 
-static bool gid_zero(const uint8_t *g)
-{
-	static const uint8_t zero[16];
-
-	return !memcmp(g, zero, 16);
-}
-
 /* 127.0.0.0/8 (IPv4-mapped) or ::1: a listener there hears this host's own connections to
  * the loopback address only (their IP header's destination), as the kernel's. */
 static bool gid_loopback(const uint8_t *g)
@@ -169,7 +162,7 @@ static int reservation_of(struct emu_req *r, const struct ipc_cm_listen_req *q, 
 	int port, rc;
 
 	memcpy(l->addr.raw, q->addr.gid, 16);
-	if (!gid_zero(l->addr.raw) && !gid_loopback(l->addr.raw) &&
+	if (!emu_cm_gid_any(&l->addr) && !gid_loopback(l->addr.raw) &&
 	    memcmp(&l->addr, &cm->gid, sizeof(l->addr)))
 		return emu_reply_err(r, -EADDRNOTAVAIL, "%s: the address is not this device's", op);
 	if (!cm_service_id((enum cm_port_space)q->ps, 1))

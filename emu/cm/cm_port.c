@@ -19,7 +19,7 @@ static bool gid_eq(const struct nic_gid *a, const struct nic_gid *b)
 	return !memcmp(a, b, sizeof(*a));
 }
 
-static bool gid_any(const struct nic_gid *g)
+bool emu_cm_gid_any(const struct nic_gid *g)
 {
 	return gid_eq(g, &any_gid);
 }
@@ -48,7 +48,7 @@ int emu_cm_port_check(const struct emu_cm *cm, const struct emu_cm_listener *sel
 			continue;
 		if (afonly && l->afonly && family && l->family && family != l->family)
 			continue;
-		if (gid_any(addr) || gid_any(&l->addr))
+		if (emu_cm_gid_any(addr) || emu_cm_gid_any(&l->addr))
 			return -EADDRNOTAVAIL;
 		if (gid_eq(addr, &l->addr))
 			return -EADDRINUSE;
@@ -75,7 +75,7 @@ bool emu_cm_port_hears(const struct emu_cm_listener *l, uint64_t sid, const stru
 {
 	if (l->state != EMU_CM_PORT_LISTEN || l->service_id != sid)
 		return false;
-	if (!gid_any(&l->addr))
+	if (!emu_cm_gid_any(&l->addr))
 		return gid_eq(&l->addr, dst);
 	return !l->afonly || !l->family || gid_family(dst) == l->family;
 }
