@@ -190,6 +190,19 @@ for bad in "up" "up 0" "up 65" "up x" "up 2 --mtu x" "up 2 --subnet 10.1" "frob"
 done
 o=$("$cluster" --name 'a b' hosts 2>&1); [ $? -eq 2 ] || fail "--name 'a b': $o"
 "${c[@]}" down || fail "down"
+# the hosts only, as tools/demo and the e2e harness make theirs: no daemon, no address of
+# the root namespace on the bridge, IPv6 addresses in the fifth column
+"${c[@]}" up 2 --subnet "$subnet" --no-daemons --isolated --ipv6 >/dev/null ||
+  fail "up 2 --no-daemons --isolated --ipv6"
+o=$("${c[@]}" hosts)
+[[ $o == *"h2 $name-h2 $subnet.2 "*" fd00:${subnet//./:}::2"* ]] || fail "hosts with --ipv6: $o"
+ip -4 addr show dev "$name-br" | grep -q inet && fail "--isolated: the bridge has an address"
+for k in 1 2; do
+  ip netns pids "$name-h$k" | grep -q . && fail "--no-daemons: h$k runs $(ip netns pids "$name-h$k")"
+done
+o=$(ip netns exec "$name-h1" ip -6 addr show dev eth0)
+[[ $o == *"fd00:${subnet//./:}::1/64"* && $o != *tentative* ]] || fail "h1's IPv6 address: $o"
+"${c[@]}" down || fail "down (hosts only)"
 "${c[@]}" down || fail "down again (idempotent)"
 ip netns list | grep -q "^$name-h" && fail "namespaces left: $(ip netns list)"
 ip link show "$name-br" >/dev/null 2>&1 && fail "bridge $name-br left"

@@ -81,8 +81,8 @@ done
 rundir=$(grep -o '/tmp/odpemu-demo-[A-Za-z0-9]*' "$out" | head -n 1)
 [ -n "$rundir" ] && [ -e "$rundir" ] && fail "the run directory $rundir is still there"
 if [ "$(id -u)" -eq 0 ] && flock -n /run/lock/odpemu-demo.lock true 2>/dev/null &&
-   ip netns list 2>/dev/null | grep -qE '^odpemu-(a|b)\b'; then
-  fail "namespaces odpemu-a/odpemu-b are still there"
+   ip netns list 2>/dev/null | grep -q '^demo-h'; then
+  fail "namespaces demo-h1/demo-h2 are still there"
 fi
 
 if [ "$failures" -gt 0 ]; then

@@ -2,16 +2,20 @@
 # Sourced by tools/demo: the two test hosts, their daemons, the processes the demo starts,
 # and tearing all of it down.
 #
-# As root: network namespaces odpemu-a and odpemu-b joined by a veth pair (MTU 9000),
-# 10.250.0.1 and 10.250.0.2, UDP port 4791. Otherwise (or when namespaces cannot be made):
-# 127.0.0.1 and 127.0.0.2 on this machine, on a UDP port nobody uses.
+# As root: two hosts of odpemu-cluster (the one implementation of test hosts, shared with
+# the tests and the virtual cluster): namespaces demo-h1 and demo-h2 on a bridge of their
+# own (MTU 9000), 10.250.0.1 and 10.250.0.2, UDP port 4791; the demo starts their daemons.
+# Otherwise (or when namespaces cannot be made): 127.0.0.1 and 127.0.0.2 on this machine,
+# on a UDP port nobody uses.
 #
 # Every process starts as a child of the demo's shell, in the background, with its pid in
 # demo_pids; demo_teardown stops them (TERM, then KILL), deletes the namespaces and the run
 # directory. Each also gets a parent-death signal, so a demo killed with SIGKILL does not
 # leave daemons behind either; namespaces it left are removed by the next run.
 
-demo_ns=(odpemu-a odpemu-b)
+demo_cluster=""		# odpemu-cluster, set by tools/demo
+demo_cluster_name=demo
+demo_ns=()		# the hosts' namespaces (odpemu-cluster hosts)
 demo_dev=(odpa odpb)
 demo_addr=()
 demo_netns=false
@@ -80,23 +84,10 @@ demo_stop() {
   return 0
 }
 
-# Namespaces named odpemu-a/-b are the demo's. Left by a demo killed with SIGKILL: stop
-# what still runs in them, then delete them.
+# The demo's hosts, also those a demo killed with SIGKILL left: odpemu-cluster stops what
+# runs in them and removes them.
 demo_netns_remove() {
-  local ns pids k
-  for ns in "${demo_ns[@]}"; do
-    ip netns list 2>/dev/null | grep -qw "^$ns" || continue
-    pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
-    if [ -n "${pids// /}" ]; then
-      # shellcheck disable=SC2086
-      kill -TERM $pids 2>/dev/null
-      # shellcheck disable=SC2086
-      for ((k = 0; k < 30; k++)); do demo_alive $pids || break; sleep 0.1; done
-      # shellcheck disable=SC2086
-      kill -KILL $pids 2>/dev/null
-    fi
-    ip netns del "$ns" 2>/dev/null
-  done
+  "$demo_cluster" --name "$demo_cluster_name" down
 }
 
 # One demo with namespaces at a time: a second one waits for the first (bounded).
@@ -109,22 +100,19 @@ demo_take_lock() {
 }
 
 demo_netns_make() {
-  local i
+  local ns addr rest
   demo_take_lock || return 1
-  if ip netns list 2>/dev/null | grep -qE '^odpemu-(a|b)\b'; then
-    demo_say "removing namespaces odpemu-a/odpemu-b left by an earlier demo"
+  if ip netns list 2>/dev/null | grep -q "^$demo_cluster_name-h"; then
+    demo_say "removing the hosts an earlier demo left"
     demo_netns_remove
   fi
-  demo_addr=(10.250.0.1 10.250.0.2)
-  ip netns add odpemu-a && ip netns add odpemu-b &&
-    ip link add odpemu-va netns odpemu-a type veth peer name odpemu-vb netns odpemu-b ||
-    return 1
-  for i in 0 1; do
-    ip -n "${demo_ns[$i]}" link set lo up &&
-      ip -n "${demo_ns[$i]}" link set "odpemu-v${demo_ns[$i]#odpemu-}" mtu "$demo_mtu" up &&
-      ip -n "${demo_ns[$i]}" addr add "${demo_addr[$i]}/24" \
-        dev "odpemu-v${demo_ns[$i]#odpemu-}" || return 1
-  done
+  "$demo_cluster" --name "$demo_cluster_name" up 2 --no-daemons --isolated \
+    --subnet 10.250.0 --mtu "$demo_mtu" 2>/dev/null || return 1
+  demo_ns=() demo_addr=()
+  while read -r _ ns addr rest; do
+    demo_ns+=("$ns") demo_addr+=("$addr")
+  done < <("$demo_cluster" --name "$demo_cluster_name" hosts)
+  [ "${#demo_addr[@]}" -eq 2 ]
 }
 
 # A UDP port free on both loopback addresses, and the TCP port after it free too.
@@ -165,15 +153,15 @@ demo_hosts_up() {
   if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; then
     if demo_netns_make; then
       demo_netns=true
-      demo_say "two hosts: network namespaces odpemu-a (${demo_addr[0]}) and odpemu-b" \
-        "(${demo_addr[1]}), joined by veth, MTU $demo_mtu"
+      demo_say "two hosts: network namespaces ${demo_ns[0]} (${demo_addr[0]}) and" \
+        "${demo_ns[1]} (${demo_addr[1]}) on a bridge, MTU $demo_mtu (odpemu-cluster)"
       return 0
     fi
     demo_say "cannot create the network namespaces: using 127.0.0.1/127.0.0.2 instead"
     demo_netns_remove
   elif [ "$(id -u)" -ne 0 ]; then
     demo_say "not root: no network namespaces; the two hosts are 127.0.0.1 and 127.0.0.2" \
-      "on this machine (run as root for two namespaces joined by veth)"
+      "on this machine (run as root for two network namespaces)"
   fi
   demo_addr=(127.0.0.1 127.0.0.2)
   demo_port=$(demo_free_port)

@@ -124,8 +124,17 @@ static void on_exit_cleanup(void)
 		(void)h_down(live);
 }
 
-/* Namespaces of earlier runs whose test process is gone (killed with SIGKILL). */
-static void remove_stale_netns(void)
+/* The test hosts are odpemu-cluster's (tools/odpemu-cluster: the demo's and the cluster's
+ * too), a cluster of two without daemons named after the test's pid: e<pid>. */
+static const char *cluster_tool(void)
+{
+	const char *p = getenv("ODPEMU_CLUSTER");
+
+	return p && *p ? p : ODPEMU_CLUSTER_TOOL;
+}
+
+/* Clusters of earlier runs whose test process is gone (killed with SIGKILL). */
+static void remove_stale_hosts(void)
 {
 	FILE *f = popen("ip netns list 2>/dev/null", "r");
 	char line[128];
@@ -133,11 +142,11 @@ static void remove_stale_netns(void)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		int pid;
-		char side;
+		int pid, k;
 
-		if (sscanf(line, "odpt%d%c", &pid, &side) == 2 && kill(pid, 0) && errno == ESRCH)
-			sh("ip netns del odpt%d%c", pid, side);
+		if (sscanf(line, "e%d-h%d", &pid, &k) == 2 && k == 1 && kill(pid, 0) &&
+		    errno == ESRCH)
+			sh("%s --name e%d down", cluster_tool(), pid);
 	}
 	pclose(f);
 }
@@ -156,47 +165,56 @@ static bool can_make_netns(void)
 	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status);
 }
 
-static void setup_netns(struct h_env *e)
+/* Reads the cluster's hosts ("hK NS ADDR DIR [ADDR6]") into e->host[]. */
+static void read_hosts(struct h_env *e)
 {
-	int id = getpid();
-	unsigned sub = (unsigned)id % 250 + 1;
+	char cmd[256], line[512];
+	int n = 0;
+	FILE *f;
 
-	remove_stale_netns();
-	for (int i = 0; i < 2; i++) {
-		snprintf(e->host[i].ns, sizeof(e->host[i].ns), "odpt%d%c", id, 'a' + i);
-		snprintf(e->host[i].dev, sizeof(e->host[i].dev), "odv%d%c", id, 'a' + i);
-		if (e->ipv6)
-			snprintf(e->host[i].addr, sizeof(e->host[i].addr), "fd00:201:%x::%d", sub,
-				 i + 1);
-		else
-			snprintf(e->host[i].addr, sizeof(e->host[i].addr), "10.201.%u.%d", sub,
-				 i + 1);
+	snprintf(cmd, sizeof(cmd), "%s --name e%d hosts", cluster_tool(), (int)getpid());
+	if (!(f = popen(cmd, "r")))
+		die("cannot run %s: %s", cmd, strerror(errno));
+	while (n < 2 && fgets(line, sizeof(line), f)) {
+		char ns[32], a4[64], dir[256], a6[64] = "";
+		struct h_host *h = &e->host[n];
+
+		if (sscanf(line, "h%*d %31s %63s %255s %63s", ns, a4, dir, a6) < 3)
+			break;
+		snprintf(h->ns, sizeof(h->ns), "%s", ns);
+		snprintf(h->dev, sizeof(h->dev), "eth0");
+		snprintf(h->addr, sizeof(h->addr), "%s", e->ipv6 ? a6 : a4);
+		n++;
 	}
-	if (sh("ip netns add %s", e->host[0].ns) || sh("ip netns add %s", e->host[1].ns) ||
-	    sh("ip link add odv%da type veth peer name odv%db", id, id) ||
-	    sh("ip link set odv%da netns %s", id, e->host[0].ns) ||
-	    sh("ip link set odv%db netns %s", id, e->host[1].ns))
-		die("cannot create the test hosts (ip netns / veth)");
-	for (int i = 0; i < 2; i++)
-		if (sh("ip -n %s link set lo up", e->host[i].ns) ||
-		    sh("ip -n %s link set odv%d%c mtu 9000 up", e->host[i].ns, id, 'a' + i) ||
-		    sh("ip -n %s addr add %s/%d dev odv%d%c%s", e->host[i].ns, e->host[i].addr,
-		       e->ipv6 ? 64 : 24, id, 'a' + i, e->ipv6 ? " nodad" : ""))
-			die("cannot configure host %d", i);
+	pclose(f);
+	if (n != 2 || !e->host[0].addr[0] || !e->host[1].addr[0])
+		die("%s: not two hosts with addresses", cmd);
 }
 
-void h_extra_addr(struct h_env *e, int i, char *addr, size_t len)
+static void setup_netns(struct h_env *e)
 {
 	unsigned sub = (unsigned)getpid() % 250 + 1;
+
+	remove_stale_hosts();
+	/* isolated: the addresses exist only inside the namespaces, so tests running at
+	 * once may share a subnet */
+	if (sh("%s --name e%d up 2 --no-daemons --isolated --mtu 9000 --subnet 10.201.%u%s",
+	       cluster_tool(), (int)getpid(), sub, e->ipv6 ? " --ipv6" : ""))
+		die("cannot create the test hosts (%s up)", cluster_tool());
+	read_hosts(e);
+}
+
+/* Another address of host i's, in its subnet: its own with the last number 3 + i. */
+void h_extra_addr(struct h_env *e, int i, char *addr, size_t len)
+{
+	const char *own = e->host[i].addr, *last;
 
 	if (!e->netns) {
 		snprintf(addr, len, "127.0.0.%d", 3 + i);
 		return;
 	}
-	if (e->ipv6)
-		snprintf(addr, len, "fd00:201:%x::%d", sub, 3 + i);
-	else
-		snprintf(addr, len, "10.201.%u.%d", sub, 3 + i);
+	last = strrchr(own, e->ipv6 ? ':' : '.');
+	snprintf(addr, len, "%.*s%d", (int)(last + 1 - own), own, 3 + i);
 	if (sh("ip -n %s addr add %s/%d dev %s%s", e->host[i].ns, addr, e->ipv6 ? 64 : 24,
 	       e->host[i].dev, e->ipv6 ? " nodad" : ""))
 		die("cannot add %s to host %d", addr, i);
@@ -516,9 +534,8 @@ int h_down(struct h_env *e)
 			bad++;
 		}
 	}
-	if (e->netns)
-		for (int i = 0; i < 2; i++)
-			sh("ip netns del %s", e->host[i].ns);
+	if (e->netns && sh("%s --name e%d down", cluster_tool(), (int)getpid()))
+		bad++;
 	if (e->rundir[0])
 		sh("rm -rf %s", e->rundir);
 	e->rundir[0] = 0;

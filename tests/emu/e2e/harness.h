@@ -2,8 +2,11 @@
 /*
  * harness — two test hosts, each with a real odpemud, for the emu integration tests.
  *
- * As root: two network namespaces joined by a veth pair (MTU 9000), addresses 10.201.N.1
- * and 10.201.N.2 (fd00:201:N::1 and ::2 with $ODPEMU_TEST_IPV6), one daemon in each. Otherwise: 127.0.0.1 and 127.0.0.2 on loopback, on a
+ * As root: two hosts of odpemu-cluster (tools/, the one implementation of test hosts for
+ * the demo, these tests and the virtual cluster): network namespaces e<pid>-h1 and -h2 on
+ * a bridge of their own (MTU 9000, eth0 inside), addresses 10.201.N.1 and 10.201.N.2
+ * (fd00:10:201:N::1 and ::2 with $ODPEMU_TEST_IPV6), one daemon in each, started here
+ * with the test's flags. Otherwise: 127.0.0.1 and 127.0.0.2 on loopback, on a
  * UDP port of this test's own (tests run in parallel). The control sockets go to a fresh
  * run directory ($ODPEMU_RUNDIR is set to it), where unix sockets are reachable from any
  * namespace, so one test process can drive both devices.
@@ -30,7 +33,7 @@ struct h_host {
 	char name[16];		/* device name: odpa, odpb */
 	char addr[64];		/* its IP address */
 	char ns[32];		/* network namespace ("" without) */
-	char dev[16];		/* its end of the veth pair (namespaces only) */
+	char dev[16];		/* its interface, eth0 (namespaces only) */
 	char log[256];		/* the daemon's stderr */
 	pid_t pid;
 };
@@ -38,7 +41,7 @@ struct h_host {
 struct h_env {
 	char rundir[128];
 	bool netns;
-	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:201:N::1 and ::2 (namespaces only) */
+	bool ipv6;		/* $ODPEMU_TEST_IPV6: fd00:10:201:N::1 and ::2 (namespaces only) */
 	int drop_pct;		/* $ODPEMU_TEST_DROP_PCT: random drop on both outputs */
 	int dup_pct;		/* $ODPEMU_TEST_DUP_PCT: random duplication on both outputs */
 	unsigned port;
@@ -140,7 +143,7 @@ int h_side_connect(struct h_side *s, uint32_t peer_qpn, const union odpemu_gid *
 /* Poll cq until n completions are in wc or timeout_ms passes; returns how many came. */
 int h_poll(struct odpemu_cq *cq, struct odpemu_wc *wc, int n, int timeout_ms);
 /* Another address on host i, where no daemon listens (for a test that plays a peer on
- * the wire): added to its veth end in the namespaces, 127.0.0.3 (host 0) / 127.0.0.4
+ * the wire): added to its interface in the namespaces, 127.0.0.3 (host 0) / 127.0.0.4
  * without them. Written into addr; exits the test if it cannot be added. */
 void h_extra_addr(struct h_env *e, int i, char *addr, size_t len);
 /* The GID of an IP address ("10.0.0.1": IPv4-mapped; "fd00::1"). 0 or -1. */

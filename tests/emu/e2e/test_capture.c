@@ -222,8 +222,8 @@ static bool capture_start(struct h_env *e, struct capture *c)
 	int n = 0;
 
 	memset(c, 0, sizeof(*c));
-	if (e->netns)	/* harness.c names host a's end of the veth odv<pid>a */
-		snprintf(c->iface, sizeof(c->iface), "odv%da", (int)getpid());
+	if (e->netns)	/* host a's interface in its namespace */
+		snprintf(c->iface, sizeof(c->iface), "%s", e->host[0].dev);
 	else
 		strcpy(c->iface, "lo");
 	snprintf(c->filter, sizeof(c->filter), "udp dst port %u and (host %s or host %s)",

@@ -291,15 +291,12 @@ static void link_events(struct h_env *e, struct odpemu_context *c)
 		       "and CAP_NET_ADMIN)\n");
 		return;
 	}
-	/* the veth of host b is "odv" + the namespace name without "odpt" (harness.c) */
-	snprintf(cmd, sizeof(cmd), "ip -n %s link set odv%.*s down", e->host[1].ns,
-		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	snprintf(cmd, sizeof(cmd), "ip -n %s link set %s down", e->host[1].ns, e->host[1].dev);
 	T_CHECK(system(cmd) == 0, "%s", cmd);
 	T_CHECK(wait_event(c, ODPEMU_EVENT_PORT_ERR), "no PORT_ERR after link down");
 	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.state == ODPEMU_PORT_DOWN,
 		"port state after link down: %s", odpemu_port_state_str(pa.state));
-	snprintf(cmd, sizeof(cmd), "ip -n %s link set odv%.*s up", e->host[1].ns,
-		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	snprintf(cmd, sizeof(cmd), "ip -n %s link set %s up", e->host[1].ns, e->host[1].dev);
 	T_CHECK(system(cmd) == 0, "%s", cmd);
 	T_CHECK(wait_event(c, ODPEMU_EVENT_PORT_ACTIVE), "no PORT_ACTIVE after link up");
 	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.state == ODPEMU_PORT_ACTIVE,
@@ -307,8 +304,8 @@ static void link_events(struct h_env *e, struct odpemu_context *c)
 	/* a new address on the interface is a new GID */
 	int before = odpemu_query_port(c, 1, &pa) == 0 ? pa.gid_tbl_len : -1;
 
-	snprintf(cmd, sizeof(cmd), "ip -n %s addr add 10.202.77.7/32 dev odv%.*s", e->host[1].ns,
-		 (int)strlen(e->host[1].ns) - 4, e->host[1].ns + 4);
+	snprintf(cmd, sizeof(cmd), "ip -n %s addr add 10.202.77.7/32 dev %s", e->host[1].ns,
+		 e->host[1].dev);
 	T_CHECK(system(cmd) == 0, "%s", cmd);
 	T_CHECK(wait_event(c, ODPEMU_EVENT_GID_CHANGE), "no GID_CHANGE after an address was added");
 	T_CHECK(odpemu_query_port(c, 1, &pa) == 0 && pa.gid_tbl_len == before + 1,
