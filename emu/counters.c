@@ -70,7 +70,8 @@ static_assert(sizeof(struct iopt_counters) == sizeof(uint64_t) *
 /* The connection manager's (emu_cm.ctr), each as cm_<field>, after its MADs by type. */
 #define CM_CTRS(X) \
 	X(rx_malformed) X(rx_bad_src_qp) X(unmatched) X(duplicates) X(tx_errors) \
-	X(retransmits) X(give_ups) X(events_sent) X(events_dropped) X(established) X(listens)
+	X(retransmits) X(give_ups) X(events_sent) X(events_dropped) X(established) X(listens) \
+	X(req_port_elsewhere)
 
 /* The persist thread's (struct emu_persist_stats, every field): X(name, field). */
 #define PERSIST_CTRS(X) \

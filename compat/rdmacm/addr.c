@@ -115,6 +115,14 @@ static int dev_of_gid(const union ibv_gid *gid)
 	return best;
 }
 
+bool cma_is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
 bool cma_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -243,7 +251,11 @@ CMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src_ad
 	memcpy(&cid->route.addr.dst_storage, dst_addr, cma_addr_len(dst_addr));
 	rc = resolve_source(id, src_addr, dst_addr);
 	if (!rc) {
-		cma_gid_of_addr(dst_addr, &cid->route.addr.addr.ibaddr.dgid);
+		/* "any address" is this host: the kernel's cma_resolve_loopback sends to the
+		 * source's own GID */
+		cma_gid_of_addr(cma_is_any(dst_addr) ? (struct sockaddr *)&cid->route.addr.src_storage
+						     : dst_addr,
+				&cid->route.addr.addr.ibaddr.dgid);
 		id->state = CMA_ADDR_RESOLVED;
 	}
 	/* As the kernel: the call succeeds, the outcome is an event (ADDR_ERROR carries why:

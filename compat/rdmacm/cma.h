@@ -65,6 +65,8 @@ struct cma_dev *cma_dev(int i);
  * local device; rdma_bind_addr fails with ENODEV, as the kernel's). */
 int cma_dev_of_addr(const struct sockaddr *sa);
 bool cma_is_loopback(const struct sockaddr *sa);
+/* 0.0.0.0 or :: */
+bool cma_is_any(const struct sockaddr *sa);
 void cma_gid_of_addr(const struct sockaddr *sa, union ibv_gid *gid);
 uint16_t cma_port_of(const struct sockaddr *sa);
 void cma_set_port(struct sockaddr *sa, uint16_t port);

@@ -279,9 +279,7 @@ CMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 	if (!cid || !addr || !(len = cma_addr_len(addr)) || id->state != CMA_IDLE)
 		return errno = EINVAL, -1;
 	memcpy(&cid->route.addr.src_storage, addr, len);
-	if (addr->sa_family == AF_INET ?
-	    ((struct sockaddr_in *)addr)->sin_addr.s_addr == htonl(INADDR_ANY) :
-	    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)addr)->sin6_addr)) {
+	if (cma_is_any(addr)) {
 		dev = -1;	/* no device yet: see above */
 	} else if ((dev = cma_dev_of_addr(addr)) < 0 &&
 		   (!cma_is_loopback(addr) || cma_devices() <= 0)) {

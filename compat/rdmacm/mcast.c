@@ -23,19 +23,12 @@
 
 #define CMA_ENOTSUPP 524	/* the kernel's ENOTSUPP: no user-space name */
 
-static bool zero_addr(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == 0;
-	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-}
-
 /* The kernel's rdma_join_multicast and cma_iboe_join_multicast checks: 0 or an errno. */
 static int join_check(const struct cma_id *id, const struct sockaddr *addr)
 {
 	if (id->dev < 0 || (id->state != CMA_BOUND && id->state != CMA_ADDR_RESOLVED))
 		return EINVAL;
-	if (id->id.qp_type != IBV_QPT_UD || zero_addr(addr))
+	if (id->id.qp_type != IBV_QPT_UD || cma_is_any(addr))
 		return EINVAL;
 	return addr->sa_family == AF_INET ? 0 : CMA_ENOTSUPP;
 }

@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "log.h"
 
 /* Attribute slots of the counters, from the codec's one table. */
 static const uint16_t attr_ids[EMU_CM_NATTR] = {
@@ -62,6 +65,8 @@ void emu_cm_free(struct emu_cm *cm)
 		struct emu_cm_listener *l = cm->listeners;
 
 		cm->listeners = l->next;
+		if (l->claimed)
+			close(l->claim_fd);
 		free(l);
 	}
 }
@@ -129,8 +134,32 @@ void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, ui
 
 /* ---- answers to what matches no exchange (Linux ib_cm's) ---- */
 
+/* A REQ nobody here listens for, on a port another device of this network namespace
+ * holds: a client that connected to "any address" (0.0.0.0 or ::, which resolves to its
+ * own device) meant a listener on that other device. libfabric's verbs provider names its
+ * endpoints so on hosts whose interface is loopback (it skips IFF_LOOPBACK interfaces in
+ * vrb_getifaddrs): said in the log, at the 1st, 10th, 100th ... time, and counted. */
+static void req_port_elsewhere(struct emu_cm *cm, const struct cm_msg *in)
+{
+	uint64_t sid = in->u.req.service_id, n;
+	enum cm_port_space ps;
+	uint16_t port;
+
+	if (cm_service_id_split(sid, &ps, &port) || emu_cm_claim_free(cm, sid))
+		return;
+	n = ++cm->ctr.req_port_elsewhere;
+	for (uint64_t p = 1; p <= n; p *= 10)
+		if (p == n)
+			emu_log(EMU_LOG_WARN, "cm: REQ for port %u, which another device of this "
+				"network namespace holds, refused (%llu so far): its client connected "
+				"to 'any address', which reaches its own device (libfabric's verbs "
+				"provider does on loopback hosts: run them in network namespaces)",
+				(unsigned)port, (unsigned long long)n);
+}
+
 static void stateless_req(struct emu_cm *cm, const struct nic_gid *from, const struct cm_msg *in)
 {
+	req_port_elsewhere(cm, in);
 	emu_cm_reject(cm, from, in->hdr.tid, emu_cm_new_comm_id(cm), in->u.req.local_comm_id,
 		      CM_MSG_RESPONSE_REQ, CM_REJ_INVALID_SERVICE_ID, NULL);
 }

@@ -88,6 +88,10 @@ struct emu_cm_listener {
 	uint16_t family;		/* AF_INET, AF_INET6, 0: any (ipc_cm_listen_req) */
 	bool reuseaddr, afonly;		/* rdma_set_option's (ipc_cm_port_flags) */
 	unsigned backlog, pending;	/* connections in REQ_RCVD */
+	/* Holds its port's claim in the network namespace (cm_claim.c): the first
+	 * reservation of this daemon on the port does, in claim_fd. */
+	bool claimed;
+	int claim_fd;
 };
 
 struct emu_cm_conn {
@@ -126,6 +130,7 @@ struct emu_cm {
 		uint64_t events_sent, events_dropped;
 		uint64_t established;	/* connections that reached ESTABLISHED */
 		uint64_t listens;	/* listeners ever made (tests wait for a server's) */
+		uint64_t req_port_elsewhere;	/* REQs refused: the port is another daemon's */
 	} ctr;
 };
 
@@ -153,6 +158,15 @@ struct cm_msg emu_cm_msg(enum cm_attr attr, uint64_t tid);
 void emu_cm_reject(struct emu_cm *cm, const struct nic_gid *to, uint64_t tid, uint32_t ours,
 		   uint32_t theirs, enum cm_msg_response what, uint16_t reason,
 		   const struct ipc_cm_private *priv);
+
+/* ---- cm_claim.c: a reservation's port claimed in the network namespace, so that daemons
+ * sharing one (hosts on 127.0.0.x) never pick the same port: the kernel has one port space
+ * per namespace. 0; -EADDRINUSE only for a picked port another daemon claimed meanwhile. */
+int emu_cm_claim(const struct emu_cm *cm, struct emu_cm_listener *l, bool picked);
+/* May a new reservation of this daemon claim sid (free, or this daemon's already)? */
+bool emu_cm_claim_free(const struct emu_cm *cm, uint64_t sid);
+/* l goes: its claim passes to another reservation of the port, or is let go. */
+void emu_cm_claim_drop(const struct emu_cm *cm, struct emu_cm_listener *l);
 
 /* ---- cm_port.c: sharing a port, hearing a request ---- */
 /* The all-zero GID: a listener's or a reservation's "any address of the device". */
@@ -206,6 +220,8 @@ bool emu_cm_conn_rx(struct emu_cm *cm, const struct nic_gid *from, const struct 
 struct emu_cm_conn *emu_cm_conn_new(struct emu_cm *cm);
 /* The session let go of c (its object is being destroyed): finish or forget it. */
 void emu_cm_conn_release(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now);
+/* The GID an active connection's MADs go to (cm_conn.c). */
+void emu_cm_peer_of(const struct ipc_cm_connect_req *q, struct nic_gid *peer);
 /* Start an active connection: the REQ. 0 or -errno. */
 int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 			const struct ipc_cm_connect_req *q, uint64_t now);

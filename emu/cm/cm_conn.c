@@ -419,6 +419,18 @@ static void fill_path(struct cm_path *p, const struct nic_gid *local, const stru
 	p->local_ack_timeout = ODPEMU_CM_ACK_TIMEOUT;
 }
 
+/* Where a connection's MADs go: the destination's GID; for "any address" (0.0.0.0, ::) the
+ * source's own, as the kernel's cma_resolve_loopback sets the DGID to the SGID (the IP
+ * header in the private data keeps the address asked for). */
+void emu_cm_peer_of(const struct ipc_cm_connect_req *q, struct nic_gid *peer)
+{
+	static const uint8_t v4_any[16] = { [10] = 0xff, [11] = 0xff };	/* ::ffff:0.0.0.0 */
+
+	memcpy(peer->raw, q->dst.gid, 16);
+	if (emu_cm_gid_any(peer) || !memcmp(peer->raw, v4_any, 16))
+		memcpy(peer->raw, q->src.gid, 16);
+}
+
 int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 			const struct ipc_cm_connect_req *q, uint64_t now)
 {
@@ -435,7 +447,7 @@ int emu_cm_conn_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 		return -EINVAL;
 	c->active = true;
 	c->local_id = emu_cm_new_comm_id(cm);
-	memcpy(c->peer.raw, q->dst.gid, 16);
+	emu_cm_peer_of(q, &c->peer);
 	c->tid = (uint64_t)c->local_id << 32 | 1;
 	c->local_qp = q->qp;
 	m = emu_cm_msg(CM_ATTR_REQ, c->tid);
@@ -653,6 +665,7 @@ void emu_cm_conn_release(struct emu_cm *cm, struct emu_cm_conn *c, uint64_t now)
 
 void emu_cm_listener_release(struct emu_cm *cm, struct emu_cm_listener *l)
 {
+	emu_cm_claim_drop(cm, l);
 	for (struct emu_cm_conn *c = cm->conns; c; c = c->next)
 		if (c->listener == l)
 			c->listener = NULL;

@@ -170,16 +170,28 @@ static int reservation_of(struct emu_req *r, const struct ipc_cm_listen_req *q, 
 	if (!known_family(q->family) || (q->flags & ~(unsigned)(IPC_CM_REUSEADDR | IPC_CM_AFONLY)))
 		return emu_reply_err(r, -EINVAL, "%s: family %u, flags %#x", op,
 				     (unsigned)q->family, (unsigned)q->flags);
-	port = q->addr.port ? q->addr.port : emu_cm_port_pick(cm, (enum cm_port_space)q->ps,
-							       &l->addr, q->family, reuse, afonly);
-	if (port < 0)
-		return emu_reply_err(r, port, "%s: no free port in %s", op,
+	/* an ephemeral port another daemon claimed between the pick and the claim: again */
+	for (int tries = 0; tries < 8; tries++) {
+		port = q->addr.port ? q->addr.port : emu_cm_port_pick(cm, (enum cm_port_space)q->ps,
+								       &l->addr, q->family, reuse,
+								       afonly);
+		if (port < 0)
+			return emu_reply_err(r, port, "%s: no free port in %s", op,
+					     cm_port_space_str((enum cm_port_space)q->ps));
+		l->service_id = cm_service_id((enum cm_port_space)q->ps, (uint16_t)port);
+		if ((rc = emu_cm_port_check(cm, NULL, l->service_id, &l->addr, q->family, reuse,
+					    afonly)))
+			return emu_reply_err(r, rc, "%s: port %u of %s is taken%s", op,
+					     (unsigned)port,
+					     cm_port_space_str((enum cm_port_space)q->ps),
+					     rc == -EADDRNOTAVAIL ? " (by or for any address)" : "");
+		if ((rc = emu_cm_claim(cm, l, !q->addr.port)) != -EADDRINUSE)
+			break;
+	}
+	if (rc)
+		return emu_reply_err(r, -EADDRNOTAVAIL, "%s: no port of %s stayed free in this "
+				     "network namespace", op,
 				     cm_port_space_str((enum cm_port_space)q->ps));
-	l->service_id = cm_service_id((enum cm_port_space)q->ps, (uint16_t)port);
-	if ((rc = emu_cm_port_check(cm, NULL, l->service_id, &l->addr, q->family, reuse, afonly)))
-		return emu_reply_err(r, rc, "%s: port %u of %s is taken%s", op, (unsigned)port,
-				     cm_port_space_str((enum cm_port_space)q->ps),
-				     rc == -EADDRNOTAVAIL ? " (by or for any address)" : "");
 	l->family = q->family;
 	l->reuseaddr = reuse;
 	l->afonly = afonly;
@@ -202,6 +214,7 @@ static int reserve(struct emu_req *r, const struct ipc_cm_listen_req *q, struct 
 		return rc;
 	}
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_CM_LISTEN))) {
+		emu_cm_claim_drop(cm, l);
 		free(l);
 		return emu_reply_err(r, -ENOMEM, "too many objects");
 	}

@@ -57,14 +57,18 @@ int emu_cm_port_check(const struct emu_cm *cm, const struct emu_cm_listener *sel
 }
 
 /* Port 0: the first port from IPC_CM_EPHEMERAL_FIRST the reservation may take, as the
- * kernel's ephemeral range (cma_alloc_any_port, which starts at a random one). */
+ * kernel's ephemeral range (cma_alloc_any_port, which starts at a random one), and free in
+ * the network namespace (cm_claim.c). */
 int emu_cm_port_pick(const struct emu_cm *cm, enum cm_port_space ps, const struct nic_gid *addr,
 		     uint16_t family, bool reuse, bool afonly)
 {
-	for (unsigned p = IPC_CM_EPHEMERAL_FIRST; p <= 65535; p++)
-		if (!emu_cm_port_check(cm, NULL, cm_service_id(ps, (uint16_t)p), addr, family,
-				       reuse, afonly))
+	for (unsigned p = IPC_CM_EPHEMERAL_FIRST; p <= 65535; p++) {
+		uint64_t sid = cm_service_id(ps, (uint16_t)p);
+
+		if (!emu_cm_port_check(cm, NULL, sid, addr, family, reuse, afonly) &&
+		    emu_cm_claim_free(cm, sid))
 			return (int)p;
+	}
 	return -EADDRNOTAVAIL;
 }
 

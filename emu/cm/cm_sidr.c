@@ -99,7 +99,7 @@ int emu_cm_sidr_connect(struct emu_cm *cm, struct emu_cm_conn *c,
 		return -EINVAL;
 	c->active = true;
 	c->local_id = emu_cm_new_comm_id(cm);
-	memcpy(c->peer.raw, q->dst.gid, 16);
+	emu_cm_peer_of(q, &c->peer);
 	c->tid = (uint64_t)c->local_id << 32 | 3;
 	c->local_qp = q->qp;
 	m = emu_cm_msg(CM_ATTR_SIDR_REQ, c->tid);

@@ -17,6 +17,7 @@
  *    listener and REUSEADDR off on a bound ID EINVAL.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,9 +97,8 @@ static int next_event(struct rdma_cm_id **listen_id, struct rdma_cm_id **id)
 /* A connection attempt from host 1 to host 0's address at port: the event it ends in
  * on the client's side after the server side's own (returned in *heard, with the
  * listener that heard it in *by; RDMA_CM_EVENT_REJECTED on the client when nobody does). */
-static int connect_from_host1(uint16_t port, int *heard, struct rdma_cm_id **by)
+static int connect_to(struct sockaddr_storage dst, int *heard, struct rdma_cm_id **by)
 {
-	struct sockaddr_storage dst = addr_of(0, port);
 	struct rdma_cm_id *c = new_id(), *evid = NULL, *lid = NULL;
 	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1,
 		.max_send_sge = 1, .max_recv_sge = 1 }, .qp_type = IBV_QPT_RC };
@@ -111,7 +111,7 @@ static int connect_from_host1(uint16_t port, int *heard, struct rdma_cm_id **by)
 	    next_event(NULL, NULL) != RDMA_CM_EVENT_ADDR_RESOLVED ||
 	    rdma_resolve_route(c, 2000) || next_event(NULL, NULL) != RDMA_CM_EVENT_ROUTE_RESOLVED ||
 	    rdma_create_qp(c, NULL, &qa) || rdma_connect(c, &cp)) {
-		T_CHECK(0, "connect to port %u: %m", port);
+		T_CHECK(0, "connect to port %u: %m", ntohs(((struct sockaddr_in *)&dst)->sin_port));
 		goto out;
 	}
 	/* Both sides' events come on ch: the server's CONNECT_REQUEST (rejected at once), then
@@ -132,6 +132,17 @@ out:
 		rdma_destroy_id(c);
 	}
 	return type;
+}
+
+static int connect_from_host1(uint16_t port, int *heard, struct rdma_cm_id **by)
+{
+	return connect_to(addr_of(0, port), heard, by);
+}
+
+/* connect_from_host1's, to "any address" (0.0.0.0) at port */
+static int connect_any(uint16_t port, int *heard, struct rdma_cm_id **by)
+{
+	return connect_to(any_of(AF_INET, port), heard, by);
 }
 
 static void bound_ports(void)
@@ -206,6 +217,47 @@ static void afonly(uint16_t port)
 	rdma_destroy_id(v6);
 }
 
+/* One port space per network namespace (the kernel's): two hosts in one namespace (test
+ * hosts on 127.0.0.x) never pick the same port, whichever device; a given port is shared
+ * by two devices' specific addresses (cma_check_port). A client connecting to "any
+ * address" (0.0.0.0: its own device) on host 1's listening port is refused, never heard by
+ * a listener of host 0's: the one namespace case only (with namespaces of their own, the
+ * program sits in host 0's and sees host 1's device too). */
+static void namespace_ports(bool shared)
+{
+	struct rdma_cm_id *a = new_id(), *b = new_id(), *l1 = new_id(), *by;
+	uint16_t pa, pb;
+	int heard, type;
+
+	T_EQ(bind_to(a, addr_of(0, 0)), 0, "host 0, port 0");
+	T_EQ(bind_to(b, addr_of(1, 0)), 0, "host 1, port 0");
+	pa = ntohs(rdma_get_src_port(a));
+	pb = ntohs(rdma_get_src_port(b));
+	if (shared)
+		T_CHECK(pa != pb, "one namespace: hosts 0 and 1 picked different ports (%u, %u)",
+			pa, pb);
+	rdma_destroy_id(b);
+	b = new_id();
+	T_EQ(bind_to(b, addr_of(1, pa)), 0, "host 1's address on host 0's port: shared");
+	rdma_destroy_id(b);
+	rdma_destroy_id(a);
+	if (!shared) {
+		rdma_destroy_id(l1);
+		return;
+	}
+	a = new_id();
+	T_EQ(bind_to(a, addr_of(0, 0)), 0, "host 0 listener bound");
+	T_EQ(bind_to(l1, addr_of(1, 0)), 0, "host 1 listener bound");
+	T_EQ(rdma_listen(a, 4), 0, "host 0 listens");
+	T_EQ(rdma_listen(l1, 4), 0, "host 1 listens");
+	type = connect_any(ntohs(rdma_get_src_port(l1)), &heard, &by);
+	T_CHECK(by != a, "a connection to any address on host 1's port reached host 0's listener");
+	T_CHECK(type == RDMA_CM_EVENT_REJECTED, "its client ends REJECTED (event %d, heard %d by %s)",
+		type, heard, by == l1 ? "host 1" : by ? "?" : "nobody");
+	rdma_destroy_id(l1);
+	rdma_destroy_id(a);
+}
+
 static void option_errors(void)
 {
 	struct rdma_cm_id *a = new_id();
@@ -228,8 +280,9 @@ int main(int argc, char **argv)
 {
 	uint16_t base = (uint16_t)(20000 + getpid() % 10000);
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s HOST0-ADDR HOST1-ADDR (IPv4)\n", argv[0]);
+	if (argc != 4 || (strcmp(argv[3], "shared") && strcmp(argv[3], "separate"))) {
+		fprintf(stderr, "usage: %s HOST0-ADDR HOST1-ADDR shared|separate (IPv4; whether "
+			"the hosts share a network namespace)\n", argv[0]);
 		return 2;
 	}
 	host_addr[0] = argv[1];
@@ -242,6 +295,7 @@ int main(int argc, char **argv)
 	reuseaddr(base);
 	afonly((uint16_t)(base + 1));
 	option_errors();
+	namespace_ports(!strcmp(argv[3], "shared"));
 	rdma_destroy_event_channel(ch);
 	return t_done("rdmacm-ports");
 }

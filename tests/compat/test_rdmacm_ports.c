@@ -33,11 +33,22 @@ int main(int argc, char **argv)
 	h_up(&env, NULL, NULL, 180);
 	if (strchr(env.host[0].addr, ':'))
 		h_skip(&env, "its cases need IPv4 test hosts");
-	cr_push(&a, prog, env.host[0].addr, env.host[1].addr, NULL);
+	cr_push(&a, prog, env.host[0].addr, env.host[1].addr, env.netns ? "separate" : "shared",
+		NULL);
 	rc = cr_run(&env, 0, &a, NULL, &out, 120);
 	printf("%s", out ? out : "(no output)\n");
 	T_CHECK(rc == 0, "%s: exit %d", cr_cmdline(&a), rc);
 	free(out);
+	/* hosts in one namespace: host 0's daemon refused the REQ to "any address" on host 1's
+	 * port and said why (cm_claim.c) */
+	if (!env.netns) {
+		struct odpemu_context *c = h_open(&env, 0);
+		unsigned long long n = h_counter(c, ODPEMU_COUNTERS_DEVICE, 0,
+					   "cm_req_port_elsewhere");
+
+		T_CHECK(n >= 1 && n != UINT64_MAX, "host 0's cm_req_port_elsewhere: %llu", n);
+		odpemu_close_device(c);
+	}
 	if (t_failures) {
 		h_show_log(&env, 0);
 		h_show_log(&env, 1);
