@@ -40,7 +40,8 @@ static void print_json(struct jw *w, const char *name, const struct odpemu_port_
 	jw_obj(w, NULL);
 	jw_str(w, "name", name);
 	jw_str(w, "personality", pa->personality);
-	jw_str(w, "fault_policy", odpemu_fault_policy_str(pa->fault_policy));
+	/* spelt as odpemud --fault-policy and the fault-policy knob spell it */
+	jw_str(w, "fault_policy", pa->fault_policy == ODPEMU_FAULT_POLICY_RNR ? "rnr" : "stall");
 	jw_obj(w, "counters");
 	for (int i = 0; i < s->n; i++)
 		jw_u64(w, s->c[i].name, s->c[i].value);
