@@ -23,7 +23,7 @@
 /* What every ConnectX generation here shares; the generations differ in ids and ODP. */
 static void mlx5_common(struct nic_device_attr *a)
 {
-	nic_device_attr_default(a);	/* multicast, P_Keys, GIDs: odpemu's, below */
+	nic_device_attr_default(a);	/* multicast, P_Keys, GIDs stay odpemu's */
 	a->vendor_id = 0x02c9;			/* [cx5-devinfo] Mellanox OUI */
 	a->hw_ver = 0;				/* [cx5-devinfo] */
 	a->max_mr_size = UINT64_MAX;		/* [cx5-devinfo] */
@@ -83,7 +83,7 @@ static void cx6_attr(struct nic_device_attr *a)
 
 static void rxe_attr(struct nic_device_attr *a)
 {
-	nic_device_attr_default(a);	/* multicast, P_Keys, GIDs: odpemu's, below */
+	nic_device_attr_default(a);	/* multicast, P_Keys, GIDs stay odpemu's */
 	a->vendor_id = 0xFFFFFF;	/* [rxe-param] RXE_VENDOR_ID */
 	a->vendor_part_id = 0;		/* [rxe-init] not set */
 	a->hw_ver = 0;			/* [rxe-init] not set */
@@ -117,7 +117,8 @@ static void rxe_attr(struct nic_device_attr *a)
 /* fault_rnr: ConnectX answers an ODP fault on the responder with an RNR NAK (mlx5
  * odp.c: the page fault is resolved by the driver while the HCA NAKs); rxe's responder
  * waits for the fault (rxe_odp_map_range_and_lock faults in line): stall. odpemu keeps
- * its own default, rnr. fw_ver: [cx5-devinfo] / UCX #9830 / [cx6-devinfo]; rxe has none. */
+ * its own default, rnr. fw_ver: cx4 a ConnectX-4 (12.x) firmware line, cx5 UCX #9830,
+ * cx6 [cx6-devinfo]; rxe registers no firmware string. */
 static const struct nic_personality table[] = {
 	{ "odpemu", "odpemu's own device: implicit ODP, every ODP op, rnr on faults",
 	  "odpemu 0.1.0", ODPEMU_MTU_4096, true, nic_device_attr_default },
