@@ -13,7 +13,8 @@
  *    is asked on odpemu and rxe; an inline RDMA WRITE of the granted size arrives, one
  *    byte more is refused;
  *  - odpemu-ctl stat --json: each device's personality and its default fault policy;
- *  - on mlx5 personalities: the unmodified ibv_devinfo -v shows the device's ids.
+ *  - on mlx5 personalities: the unmodified ibv_devinfo -v shows the device's ids;
+ *  - odpemud --personality frob: exit 2 naming the known ones; --personality list.
  * The expected values are written here from the sources docs/personalities.md cites, not
  * read from nic/personality.c, so a change of the table that drifts from them fails.
  */
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -287,6 +289,30 @@ static void devinfo(void)
 	free(out);
 }
 
+/* odpemud's flag itself: an unknown name is a usage error (exit 2) that lists the known
+ * ones; --personality list names each, with a line about it, and exits 0. */
+static void flag(void)
+{
+	static const char *const bad[] = { "--personality", "frob", NULL };
+	static const char *const list[] = { "--personality", "list", NULL };
+	static const char *const names[] = { "odpemu", "cx4", "cx5", "cx6", "rxe" };
+	char out[4096];
+	int st = h_run(&env, 0, bad, out, sizeof(out));
+
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "--personality 'frob'") &&
+		strstr(out, "odpemu, cx4, cx5, cx6, rxe"), "--personality frob: status %#x:\n%s",
+		st, out);
+	st = h_run(&env, 0, list, out, sizeof(out));
+	T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--personality list: status %#x", st);
+	for (int i = 0; i < 5; i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "%-8s ", names[i]);
+		T_CHECK(strstr(out, line) != NULL, "--personality list lacks %s:\n%s", names[i],
+			out);
+	}
+}
+
 static int setup(void)
 {
 	for (int i = 0; i < 2; i++)
@@ -325,6 +351,7 @@ int main(int argc, char **argv)
 		inline_room();
 		stat_json(explicit_policy);
 		devinfo();
+		flag();
 	}
 	if (t_failures) {
 		h_show_log(&env, 0);
