@@ -184,6 +184,7 @@ static int create_nic(struct emu_daemon *d)
 		.active_mtu = d->netdev.active_mtu, .fault_around = d->opt.fault_around };
 	int rc;
 
+	nic_personality_attr(d->opt.personality, &cfg.attr);
 	emu_ports_init(d, &cfg.ports);
 	if ((rc = nic_create(&cfg, &d->nic))) {
 		emu_log(EMU_LOG_ERR, "cannot create the NIC: %s", strerror(-rc));
@@ -396,8 +397,11 @@ static void fini_wire(struct emu_daemon *d)
 static int apply_knobs(struct emu_daemon *d)
 {
 	const char *keys[] = { "fault-delay-us", "fault-fail-rate", "evict-rate", "fault-policy" };
+	/* An explicit --fault-policy wins over the personality's default. */
+	const char *policy = d->opt.fault_policy ? d->opt.fault_policy :
+		d->opt.personality->fault_rnr ? "rnr" : "stall";
 	const char *vals[] = { d->opt.fault_delay, d->opt.fault_fail_rate, d->opt.evict_rate,
-		d->opt.fault_policy };
+		policy };
 
 	char err[320];
 
@@ -613,10 +617,11 @@ int emu_daemon_start(struct emu_daemon *d, const struct emu_options *opt)
 	}
 	d->evict_last_ns = emu_now_ns();
 	emu_devnode_ensure();
-	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s",
-		opt->name, d->sock_path, d->netdev.name, d->netdev.mtu,
+	emu_log(EMU_LOG_INFO, "%s ready: %s on %s, MTU %u (active %d), port %s, fault policy %s, "
+		"personality %s", opt->name, d->sock_path, d->netdev.name, d->netdev.mtu,
 		roce_mtu_bytes((enum roce_mtu)d->netdev.active_mtu),
-		d->port_up ? "ACTIVE" : "DOWN", d->default_policy == NIC_FAULT_RNR ? "rnr" : "stall");
+		d->port_up ? "ACTIVE" : "DOWN", d->default_policy == NIC_FAULT_RNR ? "rnr" : "stall",
+		opt->personality->name);
 	return 0;
 }
 

@@ -18,6 +18,15 @@
 #include "rundir.h"
 #include "inject/wire.h"
 
+/* --personality list / --list-personalities: a line per personality. */
+static void list_personalities(void)
+{
+	const struct nic_personality *p;
+
+	for (unsigned i = 0; (p = nic_personality_at(i)); i++)
+		printf("%-8s %s\n", p->name, p->summary);
+}
+
 /* What --help prints (and a usage error points to). */
 static const char usage_text[] =
 "usage: odpemud --name NAME (--netdev IFNAME | --addr IP) [options]\n"
@@ -31,8 +40,13 @@ static const char usage_text[] =
 "                         port MTU; the first IPv4 address (else IPv6) is the source address\n"
 "  --addr IP              use this address (IPv4 or IPv6) and the interface that owns it\n"
 "  --port N               UDP port (default 4791, the RoCEv2 port)\n"
-"  --fault-policy P       responder on an ODP page fault: rnr (RNR NAK, as ConnectX; the\n"
-"                         default) or stall (hold the packets until the page is in)\n"
+"  --personality NAME     look and behave like this device (default odpemu): odpemu,\n"
+"                         cx4, cx5, cx6 (Mellanox ConnectX) or rxe (Linux soft-RoCE): its\n"
+"                         ids, limits, ODP caps and default fault policy; fixed at start.\n"
+"                         --personality list (or --list-personalities) describes them\n"
+"  --fault-policy P       responder on an ODP page fault: rnr (RNR NAK, as ConnectX) or\n"
+"                         stall (hold the packets until the page is in); default: the\n"
+"                         personality's (rnr; stall for rxe)\n"
 "  --fault-delay-us SPEC  extra latency of each page fault: N | uniform:A-B | exp:MEAN |\n"
 "                         normal:MEAN,SD (microseconds; default 0)\n"
 "  --fault-fail-rate P    probability 0..1 that a page fault fails (access error)\n"
@@ -103,13 +117,15 @@ static void usage(FILE *f)
 enum { OPT_NAME = 256, OPT_NETDEV, OPT_ADDR, OPT_PORT, OPT_POLICY, OPT_DELAY, OPT_FAIL,
 	OPT_EVICT, OPT_SEED, OPT_FG, OPT_LOG, OPT_RUNDIR, OPT_POLL, OPT_AROUND, OPT_NO_GSO, OPT_NO_GRO,
 	OPT_FAULT_THREAD, OPT_LEASE_TIMEOUT, OPT_GROUP, OPT_HELP, OPT_VERSION, OPT_WIRE,
-	OPT_CHECK, OPT_JSON, OPT_IO };
+	OPT_CHECK, OPT_JSON, OPT_IO, OPT_PERSONALITY, OPT_LIST_PERSONALITIES };
 
 static const struct option longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "netdev", required_argument, NULL, OPT_NETDEV },
 	{ "addr", required_argument, NULL, OPT_ADDR },
 	{ "port", required_argument, NULL, OPT_PORT },
+	{ "personality", required_argument, NULL, OPT_PERSONALITY },
+	{ "list-personalities", no_argument, NULL, OPT_LIST_PERSONALITIES },
 	{ "fault-policy", required_argument, NULL, OPT_POLICY },
 	{ "fault-delay-us", required_argument, NULL, OPT_DELAY },
 	{ "fault-fail-rate", required_argument, NULL, OPT_FAIL },
@@ -279,6 +295,21 @@ static int one_engine(struct emu_options *o, int c, const char *name, const char
 	return -1;
 }
 
+/* --personality NAME: one of the table's (nic/personality.c). */
+static int parse_personality(struct emu_options *o, const char *arg)
+{
+	char names[128] = "";
+	const struct nic_personality *p;
+
+	if ((o->personality = nic_personality_find(arg)))
+		return 0;
+	for (unsigned i = 0; (p = nic_personality_at(i)); i++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 i ? ", " : "", p->name);
+	return bad("--personality '%s': want one of %s (--personality list describes them)",
+		   arg, names);
+}
+
 /* The device's identity, its address and the process; the rest: one_engine. */
 static int one(struct emu_options *o, int c, const char *name, const char *arg)
 {
@@ -290,6 +321,7 @@ static int one(struct emu_options *o, int c, const char *name, const char *arg)
 			return bad("--name '%s': use 1-63 letters, digits, '-' or '_'", arg);
 		o->name = arg;
 		return 0;
+	case OPT_PERSONALITY: return parse_personality(o, arg);
 	case OPT_NETDEV: o->netdev = arg; return 0;
 	case OPT_ADDR: o->addr = arg; return 0;
 	case OPT_PORT:
@@ -331,7 +363,7 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	memset(o, 0, sizeof(*o));
 	o->name = "odp0";
 	o->port = 4791;
-	o->fault_policy = "rnr";
+	o->personality = nic_personality_at(0);
 	o->seed = 1;
 	o->log_level = EMU_LOG_INFO;
 	o->poll_us = -1;	/* adaptive */
@@ -341,6 +373,11 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
 	while ((c = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
 		if (c == OPT_HELP) {
 			usage(stdout);
+			return 1;
+		}
+		if (c == OPT_LIST_PERSONALITIES ||
+		    (c == OPT_PERSONALITY && !strcmp(optarg, "list"))) {
+			list_personalities();
 			return 1;
 		}
 		if (c == OPT_VERSION) {

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "personality.h"
+
 #define EMU_OPT_WIRE_MAX 32	/* --wire-* flags on one command line */
 
 /* --io: which event loop (io/loop.h KINDS) */
@@ -16,7 +18,8 @@ struct emu_options {
 	const char *netdev;		/* --netdev IFNAME */
 	const char *addr;		/* --addr IP */
 	uint16_t port;			/* --port (4791) */
-	const char *fault_policy;	/* --fault-policy stall|rnr */
+	const struct nic_personality *personality; /* --personality (default odpemu) */
+	const char *fault_policy;	/* --fault-policy stall|rnr (NULL: the personality's) */
 	const char *fault_delay;	/* --fault-delay-us SPEC (checked by inject.c) */
 	const char *fault_fail_rate;	/* --fault-fail-rate P */
 	const char *evict_rate;		/* --evict-rate N/s */

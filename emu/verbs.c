@@ -180,7 +180,7 @@ static int op_query_device(struct emu_req *r)
 	if (r->len)
 		return emu_reply_err(r, -EBADMSG, "QUERY_DEVICE has no body");
 	memcpy(&rep.node_guid, nic_gid(r->s->d->nic)->raw + 8, 8);
-	snprintf(rep.fw_ver, sizeof(rep.fw_ver), "odpemu 0.1.0");
+	snprintf(rep.fw_ver, sizeof(rep.fw_ver), "%s", r->s->d->opt.personality->fw_ver);
 	return ok(r, &rep, sizeof(rep));
 }
 
@@ -189,7 +189,7 @@ static int op_query_port(struct emu_req *r)
 	struct emu_daemon *d = r->s->d;
 	struct ipc_port_rep rep = {
 		.state = d->port_up ? ODPEMU_PORT_ACTIVE : ODPEMU_PORT_DOWN,
-		.max_mtu = ODPEMU_MTU_4096, .active_mtu = d->netdev.active_mtu,
+		.max_mtu = d->opt.personality->max_mtu, .active_mtu = d->netdev.active_mtu,
 		.netdev_mtu = d->netdev.mtu, .udp_port = d->opt.port,
 		.netdev_ifindex = (uint32_t)d->netdev.ifindex,
 		.fault_policy = d->default_policy == NIC_FAULT_RNR ? ODPEMU_FAULT_POLICY_RNR
@@ -200,6 +200,7 @@ static int op_query_port(struct emu_req *r)
 	if (r->len)
 		return emu_reply_err(r, -EBADMSG, "QUERY_PORT has no body");
 	snprintf(rep.netdev, sizeof(rep.netdev), "%s", d->netdev.name);
+	snprintf(rep.personality, sizeof(rep.personality), "%s", d->opt.personality->name);
 	/* GID 0 is the address the device sends from; the interface's others follow. */
 	memcpy(rep.gids[0], d->gid.raw, 16);
 	rep.gid_tbl_len = 1;
@@ -401,7 +402,8 @@ static int op_reg_mr(struct emu_req *r)
 		if (pin)
 			munmap(pin, pin_len);
 		return emu_reply_nic(r, "reg_mr", rc, EMU_LIMIT_MR,
-				     rc == -EINVAL ? nic_mr_init_why(r->s->d->nic, &init) : NULL);
+				     rc == -EINVAL || rc == -EOPNOTSUPP ?
+				     nic_mr_init_why(r->s->d->nic, &init) : NULL);
 	}
 	nic_mr_set_owner(o->u.mr.mr, o);
 	o->u.mr.pin = pin;

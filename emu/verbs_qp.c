@@ -189,13 +189,14 @@ static int qp_rings(struct emu_obj *o, const struct ipc_create_qp_req *q, int *f
 
 int emu_op_create_qp(struct emu_req *r)
 {
-	const struct ipc_create_qp_req *q = r->body;
+	struct ipc_create_qp_req granted, *q = &granted;
 	struct emu_obj *pd, *scq, *rcq, *srq, *o;
 	struct ipc_create_qp_rep rep = { 0 };
 	struct nic_qp_init init;
 	int rc, fd;
 
 	EMU_WANT_BODY(r, struct ipc_create_qp_req);
+	granted = *(const struct ipc_create_qp_req *)r->body;
 	if ((rc = qp_refs(r, q, &pd, &scq, &rcq, &srq)))
 		return rc;
 	init = (struct nic_qp_init){ .type = q->qp_type, .send_cq = scq->u.cq.cq,
@@ -204,6 +205,12 @@ int emu_op_create_qp(struct emu_req *r)
 		.max_send_sge = q->max_send_sge, .max_recv_sge = q->max_recv_sge,
 		.max_inline_data = q->max_inline_data, .sq_sig_all = q->sq_sig_all != 0,
 		.fault_policy = policy_of(r->s->d, q->fault_policy) };
+	/* The caps the device grants (an mlx5 personality rounds the inline room up, as
+	 * the mlx5 provider does): the rings and the reply carry them. */
+	if ((rc = nic_qp_grant(r->s->d->nic, &init)))
+		return emu_reply_nic(r, "create_qp", rc, EMU_LIMIT_QP,
+				     nic_qp_init_why(r->s->d->nic, &init));
+	granted.max_inline_data = init.max_inline_data;
 	if (!(o = emu_obj_new(r->s, EMU_OBJ_QP)))
 		return emu_reply_no_obj(r, "create_qp");
 	if ((rc = nic_qp_create(pd->u.pd, &init, &o->u.qp.qp))) {

@@ -40,7 +40,7 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		9	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		10	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
@@ -49,7 +49,8 @@
 					 * IMPORT_DEVICE, IMPORT_PD, IMPORT_MR
 					 * (IPC_HELLO_HAS_CMD_FD);
 					 * 9: ATTACH_MCAST, DETACH_MCAST, ipc_device_rep's
-					 *    multicast limits */
+					 *    multicast limits;
+					 * 10: ipc_port_rep.personality */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -267,6 +268,7 @@ struct ipc_port_rep {
 	uint32_t udp_port;
 	uint32_t fault_policy;		/* the daemon's default (enum odpemu_fault_policy) */
 	uint64_t fault_around;		/* bytes of an ODP MR's fault-around window */
+	char personality[16];		/* odpemud --personality (nic/personality.c) */
 };
 
 /* ---- PD ---- reply body: struct ipc_handle_rep */

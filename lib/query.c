@@ -98,6 +98,8 @@ ODPEMU_EXPORT int odpemu_query_port(struct odpemu_context *context, uint8_t port
 	attr->netdev_ifindex = rep.netdev_ifindex;
 	attr->fault_policy = (enum odpemu_fault_policy)rep.fault_policy;
 	attr->fault_around = rep.fault_around;
+	copy_str(attr->personality, sizeof(attr->personality), rep.personality,
+		 sizeof(rep.personality));
 	return 0;
 }
 

@@ -15,6 +15,12 @@ struct nic_odp_caps {
 	uint32_t ud_odp_caps;
 };
 
+/* How a QP's send queue caps are granted (nic/sq_caps.c). */
+enum nic_sq_rule {
+	NIC_SQ_EXACT = 0,	/* what is asked, up to the limits (rxe, odpemu) */
+	NIC_SQ_MLX5,		/* mlx5's WQE sizing: inline rounded up to the WQE's room */
+};
+
 struct nic_device_attr {
 	uint64_t max_mr_size;
 	uint64_t page_size_cap;
@@ -30,10 +36,18 @@ struct nic_device_attr {
 	 * no multicast (attach answers -EOPNOTSUPP) */
 	uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 	struct nic_odp_caps odp;
+	enum nic_sq_rule sq_rule;
 };
 
 /* The defaults odpemu reports: rxe's limits (drivers/infiniband/sw/rxe/rxe_param.h) where
  * a software HCA has the same constraints, ConnectX-like ODP caps. */
 void nic_device_attr_default(struct nic_device_attr *attr);
+
+/* The send queue caps the device grants a QP of that type: 0 and *max_inline set to the
+ * inline room granted (>= the asked one), or -EINVAL when the WQE cannot hold
+ * max_send_sge SGEs or the asked inline bytes. Limits of the attr (max_sge, ...) are
+ * checked elsewhere (nic_qp_init_why). */
+int nic_sq_caps(const struct nic_device_attr *a, enum odpemu_qp_type type,
+		unsigned max_send_wr, unsigned max_send_sge, unsigned *max_inline);
 
 #endif

@@ -366,8 +366,13 @@ struct nic_qp_init {
 	enum nic_fault_policy { NIC_FAULT_STALL = 0, NIC_FAULT_RNR = 1 } fault_policy;
 };
 
-/* 0, -EINVAL / -EOPNOTSUPP (nic_qp_init_why says why), -ENOMEM. */
+/* 0, -EINVAL / -EOPNOTSUPP (nic_qp_init_why says why), -ENOMEM. The QP gets the caps
+ * nic_qp_grant grants. */
 int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *init, struct nic_qp **out);
+/* The caps the device grants for init, written back into it (mlx5 personalities round
+ * max_inline_data up to the send WQE's room: nic/sq_caps.c); -EINVAL / -EOPNOTSUPP as
+ * nic_qp_create would refuse it. Granting granted caps changes nothing. */
+int nic_qp_grant(const struct nic *nic, struct nic_qp_init *init);
 /* Why nic_qp_create would refuse init, in words; NULL if it would not. */
 const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *init);
 /* Destroying a QP in any state is allowed; its WQEs are dropped without completions (as

@@ -11,7 +11,7 @@
 #include "roce.h"
 
 #define NIC_MAX_SGE		32
-#define NIC_MAX_INLINE		256
+#define NIC_MAX_INLINE		1024	/* an mlx5 send WQE (sq_caps.c) */
 #define NIC_PKT_MAX		NIC_PORT_TX_SLOT	/* largest packet: PMTU + headers + ICRC */
 #define NIC_QPN_FIRST		0x11u		/* below: reserved (QP0/QP1 and friends) */
 #define NIC_MR_SLOTS_MIN	(1u << 12)	/* key = slot << 8 | variant: slots grow */

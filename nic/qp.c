@@ -6,6 +6,7 @@
 const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 {
 	const struct nic_device_attr *a = &nic->attr;
+	unsigned inl = in->max_inline_data;
 
 	if (!odpemu_wr_qp_type_prop(in->type))
 		return "only RC, UC and UD QPs are modelled";
@@ -19,6 +20,9 @@ const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 		return "cap.max_send_sge beyond the device's max_sge";
 	if (in->max_inline_data > a->max_inline_data || in->max_inline_data > NIC_MAX_INLINE)
 		return "cap.max_inline_data beyond the device's limit";
+	if (nic_sq_caps(a, in->type, in->max_send_wr, in->max_send_sge, &inl))
+		return "cap.max_send_sge and cap.max_inline_data do not fit one send WQE "
+		       "(mlx5: 1024 bytes, mlx5_calc_send_wqe)";
 	if (!in->srq && in->max_recv_wr > a->max_qp_wr)
 		return "cap.max_recv_wr beyond the device's max_qp_wr";
 	if (!in->srq && (in->max_recv_sge > a->max_sge || in->max_recv_sge > NIC_MAX_SGE))
@@ -30,13 +34,15 @@ const char *nic_qp_init_why(const struct nic *nic, const struct nic_qp_init *in)
 	return NULL;
 }
 
-static int check_init(const struct nic *nic, const struct nic_qp_init *in)
+int nic_qp_grant(const struct nic *nic, struct nic_qp_init *in)
 {
-	const char *why = nic_qp_init_why(nic, in);
+	unsigned inl = in->max_inline_data;
 
-	if (!why)
-		return 0;
-	return !odpemu_wr_qp_type_prop(in->type) ? -EOPNOTSUPP : -EINVAL;
+	if (nic_qp_init_why(nic, in))
+		return !odpemu_wr_qp_type_prop(in->type) ? -EOPNOTSUPP : -EINVAL;
+	(void)nic_sq_caps(&nic->attr, in->type, in->max_send_wr, in->max_send_sge, &inl);
+	in->max_inline_data = inl;
+	return 0;
 }
 
 static void qp_free(struct nic_qp *qp)
@@ -82,15 +88,17 @@ static int sq_init(struct nic_sq *sq, const struct nic_qp_init *in)
 	return 0;
 }
 
-int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *in, struct nic_qp **out)
+int nic_qp_create(struct nic_pd *pd, const struct nic_qp_init *asked, struct nic_qp **out)
 {
 	struct nic *nic = pd ? pd->nic : NULL;
+	struct nic_qp_init granted, *in = &granted;
 	struct nic_qp *qp;
 	int rc;
 
-	if (!pd || !in || !out)
+	if (!pd || !asked || !out)
 		return -EINVAL;
-	rc = check_init(nic, in);
+	granted = *asked;
+	rc = nic_qp_grant(nic, &granted);
 	if (rc)
 		return rc;
 	if (nic->ctr.qps >= nic->attr.max_qp)

@@ -147,7 +147,7 @@ static inline struct cv_ah *cv_ah(struct ibv_ah *a) { return (struct cv_ah *)a; 
  * slots grow as needed and are linked into a chain at wr_complete, which posts them
  * with one doorbell. */
 #define CV_WR_SGE	32		/* the device's max_sge */
-#define CV_WR_INLINE	256		/* at least the device's max_inline_data */
+#define CV_WR_INLINE	1024		/* at least the device's max_inline_data */
 struct cv_wr_slot {
 	struct odpemu_send_wr wr;
 	struct odpemu_sge sge[CV_WR_SGE];

@@ -315,7 +315,8 @@ int cv_qp_ex_init(struct cv_qp *qp)
 {
 	struct ibv_qp_ex *x = &qp->qpx;
 
-	static_assert(CV_WR_INLINE >= 160, "the device's max_inline_data fits a slot");
+	/* 956: the largest max_inline_data of a personality (cx*, nic/personality.c) */
+	static_assert(CV_WR_INLINE >= 956, "the device's max_inline_data fits a slot");
 	if (qp->max_inline > CV_WR_INLINE)
 		return EINVAL;
 	x->comp_mask = 0;

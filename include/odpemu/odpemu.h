@@ -131,6 +131,7 @@ struct odpemu_port_attr {
 	uint32_t netdev_ifindex;	/* odpemu: its index (in the daemon's namespace) */
 	enum odpemu_fault_policy fault_policy;	/* odpemu: the daemon's default */
 	uint64_t fault_around;		/* odpemu: bytes one ODP page fault maps (power of 2) */
+	char personality[16];		/* odpemu: the device it acts as (odpemud --personality) */
 };
 /* port_num 1 only (EINVAL otherwise). */
 int odpemu_query_port(struct odpemu_context *context, uint8_t port_num,

@@ -2,7 +2,9 @@
 /* odpemu-ctl stat — a device's counters (as `rdma stat show`), or those of every QP or MR
  * on it (as `rdma stat show qp|mr`; --pid: one process's, --limit: the first N), or its
  * client processes (stat clients: stat_clients.c), one per line or as JSON:
- * {"devices": [{"name": "odp0", "counters": {"page_faults": 12, ...}}]}, with "qps" or
+ * {"devices": [{"name": "odp0", "personality": "cx5", "fault_policy": "rnr",
+ * "counters": {"page_faults": 12, ...}}]} (the device it acts as, odpemud --personality,
+ * and its default fault policy), with "qps" or
  * "mrs": [{"qp_num"|"lkey": N, "pid": P, "counters": {...}}] for stat qp|mr, and
  * "truncated": true when --limit left some out. */
 #include <errno.h>
@@ -32,10 +34,14 @@ static void print_text(const char *name, const struct ctrs *s)
 		       (double)ctrs_hist_pct_of(s, CTRS_NS_HIST_PREFIX, 99.9) / 1e3);
 }
 
-static void print_json(struct jw *w, const char *name, const struct ctrs *s)
+static void print_json(struct jw *w, const char *name, const struct odpemu_port_attr *pa,
+		       const struct ctrs *s)
 {
 	jw_obj(w, NULL);
 	jw_str(w, "name", name);
+	jw_str(w, "personality", pa->personality);
+	/* spelt as odpemud --fault-policy and the fault-policy knob spell it */
+	jw_str(w, "fault_policy", pa->fault_policy == ODPEMU_FAULT_POLICY_RNR ? "rnr" : "stall");
 	jw_obj(w, "counters");
 	for (int i = 0; i < s->n; i++)
 		jw_u64(w, s->c[i].name, s->c[i].value);
@@ -134,18 +140,19 @@ static int one(struct odpemu_context *ctx, const char *scope, const struct filte
 {
 	static struct ctrs s;
 	const char *name = odpemu_get_device_name(ctx->device);
+	struct odpemu_port_attr pa;
 
 	if (!strcmp(scope, "clients"))
 		return ctl_stat_clients(ctx, name, w);
 	if (strcmp(scope, "dev"))
 		return objects(ctx, name, !strcmp(scope, "qp"), f, w);
-	if (ctrs_query(ctx, ODPEMU_COUNTERS_DEVICE, 0, &s)) {
+	if (ctrs_query(ctx, ODPEMU_COUNTERS_DEVICE, 0, &s) || odpemu_query_port(ctx, 1, &pa)) {
 		fprintf(stderr, "%s: cannot read the counters of %s: %s\n", CTL_PROG, name,
 			strerror(errno));
 		return 1;
 	}
 	if (w)
-		print_json(w, name, &s);
+		print_json(w, name, &pa, &s);
 	else
 		print_text(name, &s);
 	return 0;
