@@ -190,6 +190,14 @@ for bad in "up" "up 0" "up 65" "up x" "up 2 --mtu x" "up 2 --subnet 10.1" "frob"
 done
 o=$("$cluster" --name 'a b' hosts 2>&1); [ $? -eq 2 ] || fail "--name 'a b': $o"
 "${c[@]}" down || fail "down"
+# a personality per host (issue 32): what ibv_devinfo shows there and stat says
+"${c[@]}" up 2 --subnet "$subnet" --personality cx5,rxe >/dev/null || fail "up 2 --personality cx5,rxe"
+o=$("${c[@]}" exec h1 ibv_devinfo 2>&1)
+[[ $o == *"vendor_part_id:"*"4119"* ]] || fail "h1 as cx5: $o"
+o=$("${c[@]}" stat 2>&1)
+[[ $o == *" cx5 "* && $o == *" rxe "* ]] || fail "stat with personalities: $o"
+"${c[@]}" down || fail "down (personalities)"
+o=$("${c[@]}" up 2 --subnet "$subnet" --personality 'cx5;x' 2>&1); [ $? -eq 2 ] || fail "--personality 'cx5;x': $o"
 # the hosts only, as tools/demo and the e2e harness make theirs: no daemon, no address of
 # the root namespace on the bridge, IPv6 addresses in the fifth column
 "${c[@]}" up 2 --subnet "$subnet" --no-daemons --isolated --ipv6 >/dev/null ||
