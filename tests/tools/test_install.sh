@@ -20,7 +20,7 @@ trap 'rm -rf "$stage"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 programs=(odpemud odpemu-ctl odpemu-perf odpemu-run odpemu-brick odpemu-brick-ctl
-  odpemu-demo odpemu-gso-split)
+  odpemu-demo odpemu-gso-split odpemu-matrix)
 clean_env=(env -i "PATH=/usr/sbin:/usr/bin:/sbin:/bin" "HOME=${HOME:-/tmp}")
 
 # A build tree we cannot write (tools/test --profile user: root's build, the tests run as
