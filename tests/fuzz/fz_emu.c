@@ -192,6 +192,7 @@ void fz_daemon_init(struct emu_daemon *d, bool with_loop)
 	memset(d, 0, sizeof(*d));
 	emu_log_level = getenv("ODPEMU_FUZZ_TRACE") ? EMU_LOG_DEBUG : -1;
 	d->opt = opt;
+	d->opt.personality = nic_personality_at(0);	/* odpemud's default, as its options */
 	d->gid = nic_gid_from_v4(0x0a000001u);
 	d->listen_fd = d->signal_fd = -1;
 	d->port_up = true;
