@@ -534,15 +534,16 @@ static int conn_resolve(struct brick_conn *c, const char *host, const char *port
 	return cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, deadline);
 }
 
-/* What the device offers: FLUSH types, and how many RDMA READs in flight. */
-static void conn_caps(struct brick_conn *c, struct ibv_context *ctx)
+/* What the device offers: FLUSH types, and how many RDMA READs in flight. 0 or -errno. */
+static int conn_caps(struct brick_conn *c, struct ibv_context *ctx)
 {
 	struct ibv_device_attr_ex a;
+	int rc;
 
 	memset(&a, 0, sizeof(a));
 	c->rd_init = c->rd_resp = RD_ATOMIC;
-	if (ibv_query_device_ex(ctx, NULL, &a))
-		return;
+	if ((rc = ibv_query_device_ex(ctx, NULL, &a)))
+		return -rc;
 	if (a.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_GLOBAL)
 		c->flush_types |= IBV_FLUSH_GLOBAL;
 	if (a.device_cap_flags_ex & IB_UVERBS_DEVICE_FLUSH_PERSISTENT)
@@ -551,6 +552,7 @@ static void conn_caps(struct brick_conn *c, struct ibv_context *ctx)
 		c->rd_init = (uint8_t)a.orig_attr.max_qp_init_rd_atom;
 	if (a.orig_attr.max_qp_rd_atom < RD_ATOMIC)
 		c->rd_resp = (uint8_t)a.orig_attr.max_qp_rd_atom;
+	return 0;
 }
 
 /* PD, channel, CQs, the message buffers' MR, the QP. */
@@ -559,8 +561,14 @@ static int conn_verbs(struct brick_conn *c)
 	struct ibv_context *ctx = c->id->verbs;
 	uint32_t sq = c->depth + 2;	/* the caller's, a request's SEND, a synchronous op */
 	struct ibv_qp_init_attr_ex qa;
+	int rc;
 
-	conn_caps(c, ctx);
+	if ((rc = conn_caps(c, ctx)))
+		return rc;
+	/* Durability is a persistent FLUSH (docs/brick.md): the protocol has no other way to
+	 * make a write durable, so a device without it (mlx5) cannot be an initiator. */
+	if (!(c->flush_types & IBV_FLUSH_PERSISTENT))
+		return -EOPNOTSUPP;
 	if (!(c->pd = ibv_alloc_pd(ctx)) || !(c->comp_ch = ibv_create_comp_channel(ctx)) ||
 	    set_nonblock(c->comp_ch->fd) ||
 	    !(c->send_cq = ibv_create_cq(ctx, (int)sq, c, c->comp_ch, 0)) ||
@@ -573,7 +581,7 @@ static int conn_verbs(struct brick_conn *c)
 			 .max_recv_sge = 1 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = c->pd,
 		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
-				  IBV_QP_EX_WITH_SEND | (c->flush_types ? IBV_QP_EX_WITH_FLUSH : 0),
+				  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_FLUSH,
 	};
 	if (rdma_create_qp_ex(c->id, &qa))
 		return neg_errno();

@@ -728,6 +728,9 @@ static const char *connect_hint(int rc)
 			     "the command under odpemu-run; -d names a device)";
 	case -EADDRNOTAVAIL: return ": the device (-d) has no address of that family";
 	case -EPROTONOSUPPORT: return ": the brick speaks another protocol version";
+	case -EOPNOTSUPP: return ": the local RDMA device offers no persistent RDMA FLUSH "
+				 "(device_cap_flags_ex FLUSH_PERSISTENT), which makes writes durable "
+				 "(ConnectX/mlx5 has none; rxe does)";
 	default: return "";
 	}
 }

@@ -175,6 +175,7 @@ static int op_query_device(struct emu_req *r)
 		.odp_ud_caps = a->odp.ud_odp_caps, .max_mw = a->max_mw,
 		.max_mcast_grp = a->max_mcast_grp, .max_mcast_qp_attach = a->max_mcast_qp_attach,
 		.max_total_mcast_qp_attach = a->max_total_mcast_qp_attach,
+		.device_cap_flags = a->device_cap_flags,
 	};
 
 	if (r->len)

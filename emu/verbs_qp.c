@@ -243,6 +243,7 @@ int emu_op_create_qp(struct emu_req *r)
 		.max_send_wr = q->max_send_wr, .max_recv_wr = q->max_recv_wr,
 		.max_send_sge = q->max_send_sge, .max_recv_sge = q->max_recv_sge,
 		.max_inline_data = q->max_inline_data, .map_len = (uint32_t)o->map_len,
+		.device_cap_flags = nic_attr(r->s->d->nic)->device_cap_flags,
 		.rq_offset = q->srq ? 0 : ipc_qp_layout(q->max_send_wr, q->max_send_sge,
 			q->max_inline_data, q->max_recv_wr, q->max_recv_sge, 1).rq_offset };
 	rc = emu_ctl_reply(r->s, r->hdr, 0, &rep, sizeof(rep), &fd, 1);

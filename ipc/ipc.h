@@ -40,7 +40,7 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		10	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		11	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
@@ -50,7 +50,9 @@
 					 * (IPC_HELLO_HAS_CMD_FD);
 					 * 9: ATTACH_MCAST, DETACH_MCAST, ipc_device_rep's
 					 *    multicast limits;
-					 * 10: ipc_port_rep.personality */
+					 * 10: ipc_port_rep.personality;
+					 * 11: device_cap_flags in ipc_device_rep and
+					 *     ipc_create_qp_rep */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -255,6 +257,7 @@ struct ipc_device_rep {
 	uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 	uint32_t pad;
 	uint64_t node_guid;
+	uint64_t device_cap_flags;	/* ODPEMU_DEVICE_* (odpemu/verbs_types.h) */
 	char fw_ver[64];
 };
 struct ipc_port_rep {
@@ -441,6 +444,7 @@ struct ipc_create_qp_rep {
 	uint32_t max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data;
 	uint32_t rq_offset, map_len;
 	uint32_t pad;
+	uint64_t device_cap_flags;	/* the device's: what post_send may ask (lib/post.c) */
 };
 /* MODIFY_QP / QUERY_QP reply: the attributes in nic's layout, fixed width. */
 struct ipc_qp_attr {

@@ -260,6 +260,7 @@ struct lib_qp {
 	struct odpemu_qp_cap cap;	/* granted */
 	int sq_sig_all;
 	enum odpemu_fault_policy fault_policy;
+	uint64_t device_caps;		/* the device's ODPEMU_DEVICE_*: FLUSH, ATOMIC WRITE */
 	void *map;
 	size_t map_len;
 };

@@ -61,7 +61,8 @@ static bool bind_refused(const struct lib_qp *qp, const struct odpemu_send_wr *w
 static int check_send(const struct lib_qp *qp, const struct odpemu_send_wr *wr)
 {
 	struct odpemu_wr_shape s = { .qp_type = qp->pub.qp_type, .opcode = wr->opcode,
-		.send_flags = wr->send_flags, .max_inline = qp->sq.max_inline };
+		.send_flags = wr->send_flags, .max_inline = qp->sq.max_inline,
+		.device_caps = qp->device_caps };
 	uint32_t rkey;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||

@@ -85,6 +85,7 @@ static struct lib_qp *qp_new(struct lib_context *c, const struct ipc_create_qp_r
 	qp->cap = (struct odpemu_qp_cap){ rep->max_send_wr, rep->max_recv_wr, rep->max_send_sge,
 					  rep->max_recv_sge, rep->max_inline_data };
 	qp->pub.srq = init->srq;
+	qp->device_caps = rep->device_cap_flags;
 	*err = lib_qp_attach(qp, map, rep->map_len, rep->rq_offset);
 	if (!*err)
 		return qp;

@@ -55,6 +55,7 @@ static void fill_device_attr(struct odpemu_device_attr *a, const struct ipc_devi
 	a->odp_caps.per_transport_caps.rc_odp_caps = r->odp_rc_caps;
 	a->odp_caps.per_transport_caps.uc_odp_caps = r->odp_uc_caps;
 	a->odp_caps.per_transport_caps.ud_odp_caps = r->odp_ud_caps;
+	a->device_cap_flags = r->device_cap_flags;
 }
 
 ODPEMU_EXPORT int odpemu_query_device(struct odpemu_context *context,

@@ -43,4 +43,7 @@ void nic_device_attr_default(struct nic_device_attr *a)
 		| ODPEMU_ODP_ATOMIC_WRITE;
 	a->odp.uc_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_WRITE;
 	a->odp.ud_odp_caps = ODPEMU_ODP_SEND | ODPEMU_ODP_RECV | ODPEMU_ODP_SRQ_RECV;
+	/* rxe's set where odpemu does the same: RNR NAKs, windows of type 1 and 2B, FLUSH
+	 * (both placement types, nic/resp.c) and ATOMIC WRITE */
+	a->device_cap_flags = ODPEMU_DEVICE_CAPS_ALL;
 }

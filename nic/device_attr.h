@@ -36,6 +36,11 @@ struct nic_device_attr {
 	 * no multicast (attach answers -EOPNOTSUPP) */
 	uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 	struct nic_odp_caps odp;
+	/* ODPEMU_DEVICE_* (odpemu/verbs_types.h): besides what is reported, FLUSH and
+	 * ATOMIC_WRITE are enforced: a QP of a device without them cannot post them
+	 * (odpemu/wr_shape.h), its responder NAKs them (resp.c), an MR cannot grant FLUSH
+	 * access (mr.c) */
+	uint64_t device_cap_flags;
 	enum nic_sq_rule sq_rule;
 };
 

@@ -20,17 +20,23 @@ static bool is_implicit(const struct nic_mr_init *in)
 	return (in->access & ODPEMU_ACCESS_ON_DEMAND) && in->va == 0 && in->len == UINT64_MAX;
 }
 
-/* What the device's ODP caps refuse (a personality without them): ODP on a device
- * without ODP is -EOPNOTSUPP (ib_core ib_check_mr_access, IBK_ON_DEMAND_PAGING), an
+/* What the device's caps refuse (a personality without them): ODP on a device without
+ * ODP, FLUSH access on one without that FLUSH type, is -EOPNOTSUPP (ib_core
+ * ib_check_mr_access: IBK_ON_DEMAND_PAGING, IB_DEVICE_FLUSH_GLOBAL/PERSISTENT); an
  * implicit MR without IBV_ODP_SUPPORT_IMPLICIT -EINVAL (mlx5_ib_reg_user_mr via
  * create_user_odp_mr, rxe_odp_mr_init_user). */
-static const char *odp_why(const struct nic *nic, const struct nic_mr_init *in, int *err)
+static const char *caps_why(const struct nic *nic, const struct nic_mr_init *in, int *err)
 {
-	uint64_t caps = nic->attr.odp.general_caps;
+	uint64_t caps = nic->attr.odp.general_caps, dev = nic->attr.device_cap_flags;
 
 	*err = -EOPNOTSUPP;
 	if ((in->access & ODPEMU_ACCESS_ON_DEMAND) && !(caps & ODPEMU_ODP_SUPPORT))
 		return "ODP access on a device without ODP (no IBV_ODP_SUPPORT)";
+	if (((in->access & ODPEMU_ACCESS_FLUSH_GLOBAL) && !(dev & ODPEMU_DEVICE_FLUSH_GLOBAL)) ||
+	    ((in->access & ODPEMU_ACCESS_FLUSH_PERSISTENT) &&
+	     !(dev & ODPEMU_DEVICE_FLUSH_PERSISTENT)))
+		return "FLUSH access on a device without RDMA FLUSH of that type "
+		       "(device_cap_flags_ex lacks FLUSH_GLOBAL/FLUSH_PERSISTENT)";
 	*err = -EINVAL;
 	if (is_implicit(in) && !(caps & ODPEMU_ODP_SUPPORT_IMPLICIT))
 		return "implicit ODP (addr NULL, length SIZE_MAX) on a device without "
@@ -46,7 +52,7 @@ const char *nic_mr_init_why(const struct nic *nic, const struct nic_mr_init *in)
 
 	if (in->access & ~ODPEMU_ACCESS_ALL_MR)
 		return "unknown access flags";
-	if ((why = odp_why(nic, in, &err)))
+	if ((why = caps_why(nic, in, &err)))
 		return why;
 	/* IBA 10.6.3.1: remote write or atomic access needs local write. */
 	if ((in->access & (ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_ATOMIC)) &&
@@ -70,7 +76,7 @@ static int check_init(const struct nic *nic, const struct nic_mr_init *in, bool 
 	int err;
 
 	*implicit = is_implicit(in);
-	if (!(in->access & ~ODPEMU_ACCESS_ALL_MR) && odp_why(nic, in, &err))
+	if (!(in->access & ~ODPEMU_ACCESS_ALL_MR) && caps_why(nic, in, &err))
 		return err;
 	return nic_mr_init_why(nic, in) ? -EINVAL : 0;
 }

@@ -9,7 +9,14 @@
  *   [mlx5-query]   Linux drivers/infiniband/hw/mlx5/main.c mlx5_ib_query_device;
  *   [mlx5-odp]     Linux drivers/infiniband/hw/mlx5/odp.c mlx5_ib_internal_fill_odp_caps;
  *   [rxe-param]    Linux 6.16 drivers/infiniband/sw/rxe/rxe_param.h (DEFAULT_MAX_VALUE = 1 << 20);
- *   [rxe-init]     Linux 6.16 drivers/infiniband/sw/rxe/rxe.c rxe_init_device_param.
+ *   [rxe-init]     Linux 6.16 drivers/infiniband/sw/rxe/rxe.c rxe_init_device_param;
+ *   [rxe-caps]     Linux 6.16 rxe_param.h RXE_DEVICE_CAP_FLAGS: FLUSH_GLOBAL and
+ *                  FLUSH_PERSISTENT and ATOMIC_WRITE since 6.2 (ATOMIC_WRITE on 64-bit
+ *                  builds: rxe's atomic write is one 8-byte store);
+ *   [mr-access]    Linux include/rdma/ib_verbs.h ib_check_mr_access: FLUSH access on a
+ *                  device without that FLUSH cap is -EOPNOTSUPP.
+ * Device capability flags: only those odpemu honours are reported (ODPEMU_DEVICE_CAPS_ALL
+ * says which); a real device's others (XRC, checksum offloads, BAD_PKEY_CNTR, ...) are not.
  * Where odpemu cannot honour a device's value, the entry says so and what it reports.
  */
 #include "personality.h"
@@ -47,6 +54,13 @@ static void mlx5_common(struct nic_device_attr *a)
 	 * provider, perftest PR #176 RC 1004 on a ConnectX-4 Lx (SEND-only qp_ex). */
 	a->max_inline_data = 956;
 	a->sq_rule = NIC_SQ_MLX5;
+	/* [mlx5-query]: CHANGE_PHY_PORT, PORT_ACTIVE_EVENT, SYS_IMAGE_GUID and RC_RNR_NAK_GEN
+	 * always, MEM_WINDOW and MEM_WINDOW_TYPE_2B with the imaicl cap (ConnectX-4 on);
+	 * never FLUSH_GLOBAL, FLUSH_PERSISTENT or ATOMIC_WRITE: mlx5 offers neither RDMA
+	 * FLUSH nor ATOMIC WRITE (rdma-core providers/mlx5/qp.c: no IBV_QP_EX_WITH_FLUSH or
+	 * _WITH_ATOMIC_WRITE in MLX5_SUPPORTED_SEND_OPS_FLAGS_RC). */
+	a->device_cap_flags = ODPEMU_DEVICE_CAPS_ALL & ~(ODPEMU_DEVICE_FLUSH_ANY |
+							  ODPEMU_DEVICE_ATOMIC_WRITE);
 }
 
 static void cx4_attr(struct nic_device_attr *a)
@@ -104,6 +118,9 @@ static void rxe_attr(struct nic_device_attr *a)
 	a->max_srq_sge = 27;		/* [rxe-param] RXE_MAX_SRQ_SGE */
 	a->max_inline_data = 512;	/* [rxe-param] RXE_MAX_INLINE_DATA: 32 SGEs of 16 bytes */
 	a->sq_rule = NIC_SQ_EXACT;	/* rxe_qp.c grants what is asked */
+	/* [rxe-caps]: MEM_WINDOW, MEM_WINDOW_TYPE_2B, FLUSH_GLOBAL, FLUSH_PERSISTENT and
+	 * ATOMIC_WRITE among them: all that odpemu reports */
+	a->device_cap_flags = ODPEMU_DEVICE_CAPS_ALL;
 	/* [rxe-init] "IB_ODP_SUPPORT_IMPLICIT is not supported right now"; RC: SEND RECV
 	 * WRITE READ ATOMIC SRQ_RECV, FLUSH and ATOMIC_WRITE (6.16); UD: SEND RECV SRQ_RECV */
 	a->odp.general_caps = ODPEMU_ODP_SUPPORT;

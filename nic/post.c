@@ -19,7 +19,8 @@ static int check_wr(const struct nic_qp *qp, const struct nic_send_wr *wr, uint3
 	const struct odpemu_wr_shape s = { .qp_type = qp->type, .opcode = wr->opcode,
 		.send_flags = wr->send_flags, .num_sge = wr->num_sge, .len = len,
 		.remote_addr = wr->remote_addr, .max_inline = qp->sq.max_inline,
-		.flush_type = wr->flush_type, .flush_level = wr->flush_level };
+		.flush_type = wr->flush_type, .flush_level = wr->flush_level,
+		.device_caps = qp->nic->attr.device_cap_flags };
 
 	if (!odpemu_wr_shape_ok(&s))
 		return -EINVAL;	/* the SGE count was checked before the list was summed */

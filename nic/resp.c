@@ -595,6 +595,27 @@ static enum verdict execute(struct nic_qp *qp, const struct roce_pkt *pkt)
 	}
 }
 
+/* The device must implement the opcode: FLUSH (of each placement type it asks) and ATOMIC
+ * WRITE are optional (IBA 1.5 Memory Placement Extensions), and a device without them
+ * (mlx5) takes one for an opcode it does not support, an invalid request (IBA 9.9.3.1
+ * class C; rxe's ERR_UNSUPPORTED_OPCODE). Both are RC-only opcodes: UC never sees them. */
+static bool device_executes(const struct nic_qp *qp, const struct roce_pkt *pkt)
+{
+	uint64_t caps = qp->nic->attr.device_cap_flags;
+
+	switch (pkt->cls) {
+	case ROCE_CLASS_ATOMIC_WRITE:
+		return caps & ODPEMU_DEVICE_ATOMIC_WRITE;
+	case ROCE_CLASS_FLUSH:
+		return (!(pkt->h.feth.plt & ROCE_FLUSH_GLOBAL) ||
+			(caps & ODPEMU_DEVICE_FLUSH_GLOBAL)) &&
+		       (!(pkt->h.feth.plt & ROCE_FLUSH_PERSISTENT) ||
+			(caps & ODPEMU_DEVICE_FLUSH_PERSISTENT));
+	default:
+		return true;
+	}
+}
+
 /* The QP must accept the operation class at all (IBA 10.2.4: remote access flags). */
 static bool qp_allows(const struct nic_qp *qp, const struct roce_pkt *pkt)
 {
@@ -681,6 +702,8 @@ static enum verdict process(struct nic_qp *qp, const struct roce_pkt *pkt)
 	if (d < 0)
 		return duplicate(qp, pkt);
 	r->nak_sent = false;
+	if (!device_executes(qp, pkt))
+		return fail(qp, pkt, psn, NIC_RERR_UNSUPPORTED);
 	if (!qp_allows(qp, pkt))
 		return fail(qp, pkt, psn, NIC_RERR_QP_ACCESS);
 	v = execute(qp, pkt);

@@ -29,7 +29,8 @@
 	X(OPCODE_SEQ,	INVALID_REQ,	NONE,		NONE,		QP_REQ_ERR,	'C',	INV_REQ, \
 	  "9.8.3.2: MIDDLE/LAST with no message in progress, FIRST/ONLY inside one") \
 	X(UNSUPPORTED,	INVALID_REQ,	NONE,		NONE,		QP_REQ_ERR,	'C',	INV_REQ, \
-	  "an opcode the RC responder does not execute (rxe ERR_UNSUPPORTED_OPCODE)") \
+	  "an opcode the RC responder or its device does not execute: FLUSH, ATOMIC WRITE on " \
+	  "a device without them (rxe ERR_UNSUPPORTED_OPCODE)") \
 	X(LENGTH,	INVALID_REQ,	NONE,		NONE,		QP_REQ_ERR,	'C',	INV_REQ, \
 	  "WRITE payload beyond the RETH DMA length, or its LAST short of it (rxe ERR_LENGTH)") \
 	X(RECV_TOO_SMALL, INVALID_REQ,	LOC_LEN_ERR,	RECV_TOO_SMALL,	QP_REQ_ERR,	'C',	ERR, \

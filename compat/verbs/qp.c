@@ -22,6 +22,26 @@ static struct odpemu_cq *odp_cq(struct ibv_cq *cq)
 	return cq ? cv_cq(cq)->odp : NULL;
 }
 
+/* The wr_* operations the device offers: FLUSH and ATOMIC WRITE only with their device
+ * caps. rdma-core's mlx5 provider refuses a QP asking for either with EOPNOTSUPP
+ * (providers/mlx5/qp.c mlx5_qp_fill_wr_pfns: send_ops_flags beyond
+ * MLX5_SUPPORTED_SEND_OPS_FLAGS_RC); so does this library on a personality without them. */
+static int send_ops_offered(struct ibv_context *context, uint64_t ops)
+{
+	struct odpemu_device_attr a;
+	int rc;
+
+	if (!(ops & (IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)))
+		return 0;
+	if ((rc = odpemu_query_device(cv_odp(context), &a)))
+		return rc;
+	if (((ops & IBV_QP_EX_WITH_FLUSH) && !(a.device_cap_flags & ODPEMU_DEVICE_FLUSH_ANY)) ||
+	    ((ops & IBV_QP_EX_WITH_ATOMIC_WRITE) &&
+	     !(a.device_cap_flags & ODPEMU_DEVICE_ATOMIC_WRITE)))
+		return EOPNOTSUPP;
+	return 0;
+}
+
 /* init's sizes are written back with what was granted, as rdma-core does. */
 static struct cv_qp *qp_new(struct ibv_pd *pd, struct ibv_qp_init_attr *init, uint64_t send_ops)
 {
@@ -98,6 +118,8 @@ struct ibv_qp *cv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 		ops = a->send_ops_flags;
 		if (!ops || (ops & ~(uint64_t)CV_SEND_OPS))
 			return cv_fail_null(EOPNOTSUPP);
+		if ((rc = send_ops_offered(context, ops)))
+			return cv_fail_null(rc);
 	}
 	init = (struct ibv_qp_init_attr){ .qp_context = a->qp_context, .send_cq = a->send_cq,
 		.recv_cq = a->recv_cq, .srq = a->srq, .cap = a->cap, .qp_type = a->qp_type,

@@ -16,13 +16,20 @@
 #define CV_CORE_CLOCK_KHZ	1000000		/* completion timestamps count nanoseconds */
 #define CV_LOCAL_ACK_DELAY	15		/* as rxe */
 #define CV_PORT_CAPS		(IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS)
-#define CV_DEVICE_CAPS		(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | \
-				 IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_MEM_WINDOW | \
-				 IBV_DEVICE_MEM_WINDOW_TYPE_2B)	/* windows: as rxe */
-#define CV_DEVICE_CAPS_EX	(IB_UVERBS_DEVICE_FLUSH_GLOBAL | \
-				 IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE)
 #define CV_PHYS_LINK_UP		5		/* ibv_devinfo: "LINK_UP" */
 #define CV_GID_TBL_LEN		32		/* entries a port reports: mlx5 256, rxe 1024 */
+
+/* The device's capability flags are the personality's (nic/personality.c), in the kernel
+ * ABI's values (odpemu/verbs_types.h): device_cap_flags takes their low 32 bits, as
+ * ib_uverbs_query_device does, device_cap_flags_ex all of them. */
+static_assert(ODPEMU_DEVICE_PORT_ACTIVE_EVENT == IBV_DEVICE_PORT_ACTIVE_EVENT &&
+	      ODPEMU_DEVICE_SYS_IMAGE_GUID == IBV_DEVICE_SYS_IMAGE_GUID &&
+	      ODPEMU_DEVICE_RC_RNR_NAK_GEN == IBV_DEVICE_RC_RNR_NAK_GEN &&
+	      ODPEMU_DEVICE_MEM_WINDOW == IBV_DEVICE_MEM_WINDOW &&
+	      ODPEMU_DEVICE_MEM_WINDOW_TYPE_2B == IBV_DEVICE_MEM_WINDOW_TYPE_2B, "device caps");
+static_assert(ODPEMU_DEVICE_FLUSH_GLOBAL == IB_UVERBS_DEVICE_FLUSH_GLOBAL &&
+	      ODPEMU_DEVICE_FLUSH_PERSISTENT == IB_UVERBS_DEVICE_FLUSH_PERSISTENT &&
+	      ODPEMU_DEVICE_ATOMIC_WRITE == IB_UVERBS_DEVICE_ATOMIC_WRITE, "device caps ex");
 
 static void device_attr(const struct odpemu_device_attr *o, struct ibv_device_attr *a)
 {
@@ -38,7 +45,7 @@ static void device_attr(const struct odpemu_device_attr *o, struct ibv_device_at
 	a->hw_ver = o->hw_ver;
 	a->max_qp = o->max_qp;
 	a->max_qp_wr = o->max_qp_wr;
-	a->device_cap_flags = CV_DEVICE_CAPS;
+	a->device_cap_flags = (unsigned)(o->device_cap_flags & UINT32_MAX);
 	a->max_sge = o->max_sge;
 	a->max_sge_rd = o->max_sge;
 	a->max_cq = o->max_cq;
@@ -98,7 +105,7 @@ int cv_query_device_ex(struct ibv_context *context, const struct ibv_query_devic
 	a.odp_caps.per_transport_caps.ud_odp_caps = o.odp_caps.per_transport_caps.ud_odp_caps;
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = CV_CORE_CLOCK_KHZ;
-	a.device_cap_flags_ex = CV_DEVICE_CAPS | CV_DEVICE_CAPS_EX;
+	a.device_cap_flags_ex = o.device_cap_flags;
 	a.phys_port_cnt_ex = o.phys_port_cnt;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;

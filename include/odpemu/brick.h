@@ -81,7 +81,9 @@ struct brick_connect_opts {
  * RDMA device for it, or opts->device unknown or not the one that reaches it),
  * -EADDRNOTAVAIL (opts->device has no address of the host's family), -ECONNREFUSED
  * (nothing listens there), -ETIMEDOUT (no answer within the timeout),
- * -EPROTONOSUPPORT (the brick does not speak that version), -EINVAL (opts). */
+ * -EPROTONOSUPPORT (the brick does not speak that version), -EOPNOTSUPP (the local device
+ * offers no persistent RDMA FLUSH, device_cap_flags_ex FLUSH_PERSISTENT: writes could not
+ * be made durable; mlx5 has none), -EINVAL (opts). */
 int brick_connect(const char *host, const char *port, const struct brick_connect_opts *opts,
 		  struct brick_conn **out);
 /* Close: the brick revokes every map of this connection. */

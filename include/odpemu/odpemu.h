@@ -115,6 +115,7 @@ struct odpemu_device_attr {
 	uint16_t max_pkeys;
 	uint8_t phys_port_cnt;		/* 1 */
 	struct odpemu_odp_caps odp_caps;	/* ibv_query_device_ex's odp_caps */
+	uint64_t device_cap_flags;	/* ODPEMU_DEVICE_* (device_cap_flags_ex) */
 };
 /* 0 or errno (ENODEV when the daemon is gone). */
 int odpemu_query_device(struct odpemu_context *context, struct odpemu_device_attr *attr);

@@ -195,6 +195,26 @@ enum odpemu_odp_transport_caps {
 	ODPEMU_ODP_FLUSH = 1 << 6, ODPEMU_ODP_ATOMIC_WRITE = 1 << 7,
 };
 
+/* Device capability flags (ibv_device_attr_ex.device_cap_flags_ex): the operations and
+ * objects a device offers beyond the IBA's mandatory ones, set per personality
+ * (nic/personality.c). The values are the kernel ABI's (rdma/ib_user_verbs.h enum
+ * ib_uverbs_device_cap_flags): the low 32 bits are ibv_device_attr.device_cap_flags.
+ * 64-bit constants, not an enum: FLUSH and ATOMIC_WRITE lie above bit 31. */
+#define ODPEMU_DEVICE_PORT_ACTIVE_EVENT	(1ull << 10)
+#define ODPEMU_DEVICE_SYS_IMAGE_GUID	(1ull << 11)
+#define ODPEMU_DEVICE_RC_RNR_NAK_GEN	(1ull << 12)
+#define ODPEMU_DEVICE_MEM_WINDOW	(1ull << 17)	/* type 1 windows */
+#define ODPEMU_DEVICE_MEM_WINDOW_TYPE_2B (1ull << 24)
+#define ODPEMU_DEVICE_FLUSH_GLOBAL	(1ull << 38)	/* RDMA FLUSH, global visibility */
+#define ODPEMU_DEVICE_FLUSH_PERSISTENT	(1ull << 39)	/* RDMA FLUSH, persistence */
+#define ODPEMU_DEVICE_ATOMIC_WRITE	(1ull << 40)	/* RDMA ATOMIC WRITE */
+#define ODPEMU_DEVICE_FLUSH_ANY	(ODPEMU_DEVICE_FLUSH_GLOBAL | ODPEMU_DEVICE_FLUSH_PERSISTENT)
+/* What a device every IBA verb of which odpemu implements reports (rxe's set, less what
+ * odpemu lacks: BAD_PKEY/QKEY counters, path migration, SRQ resize, fast registration). */
+#define ODPEMU_DEVICE_CAPS_ALL	(ODPEMU_DEVICE_PORT_ACTIVE_EVENT | ODPEMU_DEVICE_SYS_IMAGE_GUID | \
+	ODPEMU_DEVICE_RC_RNR_NAK_GEN | ODPEMU_DEVICE_MEM_WINDOW | ODPEMU_DEVICE_MEM_WINDOW_TYPE_2B | \
+	ODPEMU_DEVICE_FLUSH_ANY | ODPEMU_DEVICE_ATOMIC_WRITE)
+
 /* advise_mr advice (ibv_advise_mr_advice) and flags. */
 enum odpemu_advise_mr_advice {
 	ODPEMU_ADVISE_MR_ADVICE_PREFETCH = 0,

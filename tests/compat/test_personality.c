@@ -4,8 +4,12 @@
  * program sees them through the drop-in, between the two daemons of the e2e harness, both
  * started with the personality given as argv[1]; host 1's daemon also has an explicit
  * --fault-policy, the opposite of the personality's default, which must win:
- *  - ibv_query_device_ex: vendor ids, ODP caps (general and per transport), some max_*;
- *    ibv_query_port: max_mtu;
+ *  - ibv_query_device_ex: vendor ids, ODP caps (general and per transport), some max_*,
+ *    device_cap_flags and device_cap_flags_ex; ibv_query_port: max_mtu;
+ *  - RDMA FLUSH and ATOMIC WRITE where the device offers them (odpemu, rxe), refused
+ *    where it does not (mlx5): ibv_create_qp_ex with IBV_QP_EX_WITH_FLUSH or
+ *    _WITH_ATOMIC_WRITE (EOPNOTSUPP, as rdma-core's mlx5 provider), ibv_reg_mr with FLUSH
+ *    access (EOPNOTSUPP, as the kernel's ib_check_mr_access);
  *  - a QP over max_qp_wr or max_sge refused with EINVAL;
  *  - implicit ODP (ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)) refused with EINVAL where
  *    the device lacks IBV_ODP_SUPPORT_IMPLICIT (cx4, rxe), registered elsewhere;
@@ -32,6 +36,7 @@
 #include "compat_run.h"
 #include "harness.h"
 #include "verbs_t.h"
+#include "odpemu/verbs_ext.h"
 #include "t.h"
 
 #define LEN 65536u
@@ -45,6 +50,7 @@ struct want {
 	int max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_srq_sge;
 	bool mlx5_inline;	/* RC 64 asked -> 124, 0 asked -> 60 */
 	const char *policy;	/* the default fault policy */
+	uint64_t caps_ex;	/* device_cap_flags_ex */
 };
 
 #define RC_MLX5 (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
@@ -52,21 +58,27 @@ struct want {
 #define ALL_RC (RC_MLX5 | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV | \
 		(1u << 6) /* FLUSH */ | (1u << 7) /* ATOMIC_WRITE */)
 #define UD_RXE (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV)
+/* mlx5_ib_query_device (imaicl: windows) and rxe's RXE_DEVICE_CAP_FLAGS share these, of
+ * what odpemu reports; rxe adds FLUSH (both types) and ATOMIC WRITE, mlx5 has neither. */
+#define CAPS_MLX5 (IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | \
+		   IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
+#define CAPS_RXE ((uint64_t)CAPS_MLX5 | IB_UVERBS_DEVICE_FLUSH_GLOBAL | \
+		  IB_UVERBS_DEVICE_FLUSH_PERSISTENT | IB_UVERBS_DEVICE_ATOMIC_WRITE)
 
 static const struct want wants[] = {
 	{ "odpemu", 0xFFFFFF, 0x0D9E, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT, ALL_RC,
 	  IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE, UD_RXE,
-	  1 << 14, 32, (1 << 22) - 1, 128, 27, false, "rnr" },
+	  1 << 14, 32, (1 << 22) - 1, 128, 27, false, "rnr", CAPS_RXE },
 	{ "cx4", 0x02c9, 4115, IBV_ODP_SUPPORT, RC_MLX5, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr" },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
 	{ "cx5", 0x02c9, 4119, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT,
 	  RC_MLX5 | IBV_ODP_SUPPORT_SRQ_RECV, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr" },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
 	{ "cx6", 0x02c9, 4123, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT,
 	  RC_MLX5 | IBV_ODP_SUPPORT_SRQ_RECV, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr" },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
 	{ "rxe", 0xFFFFFF, 0, IBV_ODP_SUPPORT, ALL_RC, 0, UD_RXE,
-	  1 << 16, 32, (1 << 15) - 1, 128, 27, false, "stall" },
+	  1 << 16, 32, (1 << 15) - 1, 128, 27, false, "stall", CAPS_RXE },
 };
 
 static struct h_env env;
@@ -108,6 +120,11 @@ static void device_caps(struct ibv_context *ctx)
 		w->name, a.orig_attr.max_qp_wr, a.orig_attr.max_sge, a.orig_attr.max_cqe,
 		a.orig_attr.max_qp_rd_atom, a.orig_attr.max_srq_sge);
 	T_CHECK(a.orig_attr.atomic_cap == IBV_ATOMIC_HCA, "%s: atomic_cap", w->name);
+	T_CHECK(a.device_cap_flags_ex == w->caps_ex &&
+		a.orig_attr.device_cap_flags == (unsigned)(w->caps_ex & UINT32_MAX),
+		"%s: device_cap_flags %#x, _ex %#llx, want %#llx", w->name,
+		a.orig_attr.device_cap_flags, (unsigned long long)a.device_cap_flags_ex,
+		(unsigned long long)w->caps_ex);
 	T_CHECK(!ibv_query_port(ctx, 1, &p) && p.max_mtu == IBV_MTU_4096,
 		"%s: port max_mtu %d, want 4096 (5)", w->name, p.max_mtu);
 }
@@ -164,6 +181,54 @@ static void implicit_odp(void)
 	T_CHECK(mr != NULL, "%s: explicit ODP MR: %m", w->name);
 	if (mr)
 		ibv_dereg_mr(mr);
+	munmap(buf, LEN + 4096);
+}
+
+/* ibv_create_qp_ex with those send ops: NULL with EOPNOTSUPP unless the device has the
+ * cap the op needs. */
+static void qp_ex_ops(uint64_t ops, uint64_t cap, const char *what)
+{
+	struct ibv_qp_init_attr_ex a = { .send_cq = s[0].cq, .recv_cq = s[0].cq,
+		.qp_type = IBV_QPT_RC, .cap = { 4, 4, 1, 1, 0 }, .pd = s[0].pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | ops };
+	bool want_ok = w->caps_ex & cap;
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp_ex(s[0].ctx, &a);
+	if (want_ok)
+		T_CHECK(qp != NULL, "%s: create_qp_ex WITH_%s refused: %m", w->name, what);
+	else
+		T_CHECK(!qp && errno == EOPNOTSUPP, "%s: create_qp_ex WITH_%s: %p, %m, want "
+			"EOPNOTSUPP", w->name, what, (void *)qp);
+	if (qp)
+		ibv_destroy_qp(qp);
+}
+
+/* FLUSH and ATOMIC WRITE: a QP may be made with them, and an MR grant FLUSH access, only
+ * where the device has them. */
+static void op_caps(void)
+{
+	uint8_t *buf = h_cold(LEN);
+	struct ibv_mr *mr;
+
+	qp_ex_ops(IBV_QP_EX_WITH_FLUSH, IB_UVERBS_DEVICE_FLUSH_GLOBAL, "FLUSH");
+	qp_ex_ops(IBV_QP_EX_WITH_ATOMIC_WRITE, IB_UVERBS_DEVICE_ATOMIC_WRITE, "ATOMIC_WRITE");
+	for (int i = 0; i < 2; i++) {
+		unsigned access = i ? IBV_ACCESS_FLUSH_PERSISTENT : IBV_ACCESS_FLUSH_GLOBAL;
+		uint64_t cap = i ? IB_UVERBS_DEVICE_FLUSH_PERSISTENT : IB_UVERBS_DEVICE_FLUSH_GLOBAL;
+
+		errno = 0;
+		mr = ibv_reg_mr(s[0].pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE | access);
+		if (w->caps_ex & cap)
+			T_CHECK(mr != NULL, "%s: reg_mr FLUSH access %#x: %m", w->name, access);
+		else
+			T_CHECK(!mr && errno == EOPNOTSUPP, "%s: reg_mr FLUSH access %#x: %p, %m, "
+				"want EOPNOTSUPP", w->name, access, (void *)mr);
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
 	munmap(buf, LEN + 4096);
 }
 
@@ -348,6 +413,7 @@ int main(int argc, char **argv)
 		device_caps(s[0].ctx);
 		limits();
 		implicit_odp();
+		op_caps();
 		inline_room();
 		stat_json(explicit_policy);
 		devinfo();

@@ -31,6 +31,7 @@ static struct t_qp make_qp(struct lib_context *c, enum odpemu_qp_type type, stru
 	t.qp->pub.srq = srq;
 	t.qp->pub.context = &c->pub;
 	t.qp->pub.qp_type = type;
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL;
 	if (lib_qp_attach(t.qp, t.map, t.l.map_len, t.l.rq_offset))
 		abort();
 	atomic_store(&t.qp->state, ODPEMU_QPS_RTS);
@@ -166,6 +167,9 @@ static void test_checks(void)
 	T_EQ(post1(&t, &w), EINVAL, "misaligned atomic");
 	w.opcode = ODPEMU_WR_ATOMIC_WRITE;
 	w.wr.rdma.remote_addr = 0x1000;
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL & ~ODPEMU_DEVICE_ATOMIC_WRITE;
+	T_EQ(post1(&t, &w), EINVAL, "ATOMIC_WRITE on a device without it (mlx5)");
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL;
 	T_EQ(post1(&t, &w), 0, "ATOMIC_WRITE of 8 bytes");
 	w.opcode = ODPEMU_WR_FLUSH;
 	w.wr.flush.type = 1;
@@ -178,6 +182,11 @@ static void test_checks(void)
 	w.wr.flush.len = 4096;
 	w.wr.flush.remote_addr = 0x3000;
 	w.wr.flush.rkey = 9;
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL & ~ODPEMU_DEVICE_FLUSH_ANY;
+	T_EQ(post1(&t, &w), EINVAL, "FLUSH on a device without it (mlx5)");
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL & ~ODPEMU_DEVICE_FLUSH_PERSISTENT;
+	T_EQ(post1(&t, &w), EINVAL, "persistent FLUSH on a device with global FLUSH only");
+	t.qp->device_caps = ODPEMU_DEVICE_CAPS_ALL;
 	T_EQ(post1(&t, &w), 0, "FLUSH");
 	T_EQ(sq_slot(&t, 2)->flush_len, 4096, "flush_len");
 	T_EQ(sq_slot(&t, 2)->flush_type, 3, "flush_type");
