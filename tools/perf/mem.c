@@ -41,7 +41,7 @@ static uint8_t *map_fresh(size_t len)
 
 static struct odpemu_mr *reg(struct perf_dev *d, enum perf_odp odp, void *p, size_t len)
 {
-	struct odpemu_mr *mr = odpemu_reg_mr(d->pd, p, len, PERF_MR_ACCESS |
+	struct odpemu_mr *mr = odpemu_reg_mr(d->pd, p, len, dev_mr_access(d) |
 					     (odp == PERF_ODP_EXPLICIT ? ODPEMU_ACCESS_ON_DEMAND : 0));
 	const char *why;
 
