@@ -26,15 +26,9 @@
 
 #define LEN 65536u
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	union ibv_gid gid;
-};
 
 static struct h_env env;
-static struct side s[2];
+static struct verbs_side s[2];
 static uint8_t *lbuf, *rbuf;
 static struct ibv_mr *lmr, *rmr;
 
@@ -161,9 +155,7 @@ out:
 static int setup(void)
 {
 	for (int i = 0; i < 2; i++)
-		if (!(s[i].ctx = open_dev(env.host[i].name)) || !(s[i].pd = ibv_alloc_pd(s[i].ctx)) ||
-		    !(s[i].cq = ibv_create_cq(s[i].ctx, 64, NULL, NULL, 0)) ||
-		    ibv_query_gid(s[i].ctx, 1, RC_CONNECT_GID_IDX, &s[i].gid))
+		if (verbs_side_open(&s[i], env.host[i].name))
 			return -1;
 	lbuf = h_cold(LEN);
 	rbuf = h_cold(LEN);
@@ -193,14 +185,8 @@ int main(void)
 		ibv_dereg_mr(lmr);
 	if (rmr)
 		ibv_dereg_mr(rmr);
-	for (int i = 0; i < 2; i++) {
-		if (s[i].cq)
-			ibv_destroy_cq(s[i].cq);
-		if (s[i].pd)
-			ibv_dealloc_pd(s[i].pd);
-		if (s[i].ctx)
-			ibv_close_device(s[i].ctx);
-	}
+	for (int i = 0; i < 2; i++)
+		verbs_side_close(&s[i]);
 	if (lbuf)
 		munmap(lbuf, LEN + 4096);
 	if (rbuf)

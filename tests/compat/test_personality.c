@@ -84,13 +84,7 @@ static const struct want wants[] = {
 static struct h_env env;
 static const struct want *w;
 
-struct side {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	union ibv_gid gid;
-};
-static struct side s[2];
+static struct verbs_side s[2];
 
 static void device_caps(struct ibv_context *ctx)
 {
@@ -129,7 +123,7 @@ static void device_caps(struct ibv_context *ctx)
 		"%s: port max_mtu %d, want 4096 (5)", w->name, p.max_mtu);
 }
 
-static struct ibv_qp *rc_qp(struct side *x, uint32_t wr, uint32_t sge, uint32_t inl)
+static struct ibv_qp *rc_qp(struct verbs_side *x, uint32_t wr, uint32_t sge, uint32_t inl)
 {
 	struct ibv_qp_init_attr a = { .send_cq = x->cq, .recv_cq = x->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = wr, .max_recv_wr = 4, .max_send_sge = sge,
@@ -381,9 +375,7 @@ static void flag(void)
 static int setup(void)
 {
 	for (int i = 0; i < 2; i++)
-		if (!(s[i].ctx = open_dev(env.host[i].name)) || !(s[i].pd = ibv_alloc_pd(s[i].ctx)) ||
-		    !(s[i].cq = ibv_create_cq(s[i].ctx, 64, NULL, NULL, 0)) ||
-		    ibv_query_gid(s[i].ctx, 1, RC_CONNECT_GID_IDX, &s[i].gid))
+		if (verbs_side_open(&s[i], env.host[i].name))
 			return -1;
 	return 0;
 }
@@ -423,14 +415,8 @@ int main(int argc, char **argv)
 		h_show_log(&env, 0);
 		h_show_log(&env, 1);
 	}
-	for (int i = 0; i < 2; i++) {
-		if (s[i].cq)
-			ibv_destroy_cq(s[i].cq);
-		if (s[i].pd)
-			ibv_dealloc_pd(s[i].pd);
-		if (s[i].ctx)
-			ibv_close_device(s[i].ctx);
-	}
+	for (int i = 0; i < 2; i++)
+		verbs_side_close(&s[i]);
 	T_CHECK(h_down(&env) == 0, "the daemons did not stop cleanly");
 	return t_done("compat-personality");
 }

@@ -34,3 +34,23 @@ struct ibv_context *open_dev(const char *name)
 	ibv_free_device_list(l);
 	return c;
 }
+
+int verbs_side_open(struct verbs_side *s, const char *name)
+{
+	if (!(s->ctx = open_dev(name)) || !(s->pd = ibv_alloc_pd(s->ctx)) ||
+	    !(s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0)) ||
+	    ibv_query_gid(s->ctx, 1, RC_CONNECT_GID_IDX, &s->gid))
+		return -1;
+	return 0;
+}
+
+void verbs_side_close(struct verbs_side *s)
+{
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	*s = (struct verbs_side){ 0 };
+}

@@ -18,4 +18,16 @@ int rc_connect(struct ibv_qp *qp, uint32_t dqpn, const union ibv_gid *dgid, uint
 /* The device of that name opened, or NULL. */
 struct ibv_context *open_dev(const char *name);
 
+/* One host's verbs objects, as the two-host compat tests hold them. */
+struct verbs_side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;		/* 64 entries */
+	union ibv_gid gid;		/* RC_CONNECT_GID_IDX's */
+};
+/* Open device name with a PD, a CQ and its GID into s: 0, or -1. */
+int verbs_side_open(struct verbs_side *s, const char *name);
+/* Release what verbs_side_open made (any part of it). */
+void verbs_side_close(struct verbs_side *s);
+
 #endif
