@@ -317,6 +317,10 @@ struct lib_pin_seg {
  * 0 or -errno: EFAULT (not mapped, not readable, or read-only with write), EOPNOTSUPP
  * (memory the daemon cannot hold: hugetlb, special mappings, shared objects we cannot
  * reach; nothing was moved), E2BIG (more than max segments); *why says what. */
+/* Run fn(arg) on a helper thread while this one sleeps in the kernel, writing nothing to
+ * its stack (pin_park.c): fn's result, or -EOPNOTSUPP with *why when that cannot be
+ * known. */
+int lib_run_parked(int (*fn)(void *arg), void *arg, const char **why);
 int lib_pin_range(uintptr_t addr, size_t len, bool write, struct lib_pin_seg *segs,
 		  unsigned max, unsigned *nsegs, const char **why);
 /* Tests: the number of registry entries (stale ones dropped first). */

@@ -484,7 +484,7 @@ static int walk(struct pin_walk *w)
 
 /* If the range holds this thread's stack, our own frames live in it: a write to them
  * between copy and remap (a return address) would be lost. Then a helper thread moves
- * while this one waits with all signals blocked, touching nothing. The stack is the VMA
+ * while this one sleeps in the kernel (pin_park.c). The stack is the VMA
  * of our frame (the real one: a sanitizer may keep locals elsewhere), among the VMAs the
  * walk read for the range (pthread_getattr_np would read every VMA of the process for the
  * main thread's). A VMA the stack shares with a neighbour only makes this say yes more. */
@@ -499,33 +499,9 @@ static bool on_my_stack(const struct pin_walk *w)
 	return false;
 }
 
-struct pin_job {
-	struct pin_walk *w;
-	int rc;
-};
-
-static void *walk_thread(void *arg)
+static int walk_job(void *w)
 {
-	struct pin_job *job = arg;
-
-	job->rc = walk(job->w);
-	return NULL;
-}
-
-static int walk_elsewhere(struct pin_walk *w)
-{
-	struct pin_job job = { .w = w };
-	sigset_t all, old;
-	pthread_t t;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, NULL, walk_thread, &job);
-	if (!rc)
-		pthread_join(t, NULL);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc ? -rc : job.rc;
+	return walk(w);
 }
 
 /* ---- entry points ---- */
@@ -580,7 +556,7 @@ static int pin_locked(struct pin_walk *w)
 	rc = walk(w);			/* check everything before moving anything */
 	if (!rc) {
 		w->move = true;
-		rc = on_my_stack(w) ? walk_elsewhere(w) : walk(w);
+		rc = on_my_stack(w) ? lib_run_parked(walk_job, w, &w->why) : walk(w);
 	}
 	if (!rc)
 		rc = dup_fds(w->segs, w->nsegs);

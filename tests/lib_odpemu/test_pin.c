@@ -2,6 +2,7 @@
 /* Pinned MR memory moves (lib/pin.c): content survives the move, the range becomes our
  * memfd, later registrations reuse it, other memory is refused, stale entries go. */
 #include <fcntl.h>
+#include <alloca.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,6 +407,40 @@ static __attribute__((noinline)) void test_stack(void)
 	close_segs(s, n);
 }
 
+/* The same, many times, each on a page of the stack not moved yet (alloca, deeper each
+ * time): the caller's frames between starting the helper and sleeping must survive. A
+ * lost return address ends this test with a SIGSEGV (pin_park.c). */
+static __attribute__((noinline)) void stack_at_depth(unsigned pages, unsigned seed)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	volatile uint8_t *gap = alloca((size_t)page * pages), buf[64];
+	struct lib_pin_seg s[4];
+	unsigned n = 0;
+	const char *why;
+	int rc;
+
+	gap[0] = 1;	/* the gap is really there */
+	for (int i = 0; i < 64; i++)
+		buf[i] = (uint8_t)(i ^ seed);
+	rc = lib_pin_range((uintptr_t)buf, sizeof(buf), false, s, 4, &n, &why);
+	T_CHECK(!rc, "pin stack at depth %u: %s", pages, rc ? why : "");
+	for (int i = 0; i < 64; i++)
+		if (buf[i] != (uint8_t)(i ^ seed))
+			T_CHECK(0, "stack content at depth %u, byte %d", pages, i);
+	close_segs(s, n);
+}
+
+static void test_stack_many(void)
+{
+#ifdef __SANITIZE_THREAD__
+	printf("stack pinning, repeated: not run under ThreadSanitizer\n");
+	return;
+#endif
+	for (unsigned k = 0; k < 400; k++)
+		stack_at_depth(2 + 2 * k, k);
+	printf("stack pinning: 400 fresh stack pages moved\n");
+}
+
 int main(void)
 {
 	/* first: it forks, and a child shares the pages earlier tests moved (MAP_SHARED) */
@@ -418,5 +453,6 @@ int main(void)
 	test_too_many();
 	test_pool();
 	test_stack();
+	test_stack_many();
 	return t_done("pin");
 }
