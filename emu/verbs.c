@@ -143,6 +143,7 @@ int emu_hello_finish(struct emu_req *r, uint32_t flags)
 	}
 	snprintf(rep.name, sizeof(rep.name), "%s", s->d->opt.name);
 	rep.notifier = take_notifier(r, flags);
+	rep.traits = s->d->opt.personality->cq_clean ? IPC_TRAIT_CQ_CLEAN : 0;
 	s->event_wr = p[1];
 	fds[0] = p[0];
 	fds[1] = s->doorbell;

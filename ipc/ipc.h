@@ -40,7 +40,7 @@
 
 #include "odpemu/verbs_types.h"
 
-#define IPC_VERSION		11	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
+#define IPC_VERSION		12	/* 2: ipc_cqe.ts_ns; 3: the userfaultfd relay;
 					 * 4: the doorbell page (ipc_db.h); 5: CLIENT_INFO;
 					 * 6: the seccomp route (IPC_HELLO_HAS_RELAY);
 					 * 7: RESIZE_CQ, MR_SWAP_KEYS, ALLOC_MW, DEALLOC_MW;
@@ -52,7 +52,8 @@
 					 *    multicast limits;
 					 * 10: ipc_port_rep.personality;
 					 * 11: device_cap_flags in ipc_device_rep and
-					 *     ipc_create_qp_rep */
+					 *     ipc_create_qp_rep;
+					 * 12: ipc_hello_rep.traits */
 #define IPC_MAX_MSG		8192	/* largest datagram either side sends or accepts */
 #define IPC_MAX_FDS		16	/* SCM_RIGHTS per message */
 #define IPC_MAX_GIDS		16
@@ -212,8 +213,11 @@ struct ipc_hello_rep {
 	uint32_t daemon_pid;		/* for prctl(PR_SET_PTRACER) under Yama */
 	char name[IPC_NAME_LEN];	/* device name */
 	uint32_t notifier;		/* 1: MR memory changes are tracked (uffd accepted) */
-	uint32_t pad;
+	uint32_t traits;		/* IPC_TRAIT_*: what the device's provider does */
 };
+
+/* The library's part of a device personality (nic/personality.h). */
+#define IPC_TRAIT_CQ_CLEAN	1u	/* drop a QP's completions at reset and destroy */
 
 /* ---- IMPORT_DEVICE: instead of HELLO, the first request of a connection ----
  * Body and fds as HELLO's (struct ipc_hello_req; its notifier fds for this process), then

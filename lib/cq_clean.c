@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* A QP's completions still in its CQs when it is reset are dropped, as mlx5 and mlx4 do
- * (their modify_qp to RESET cleans the CQs of the QP's entries): the flushes of a QP that
- * went to ERR would otherwise meet the program after it brought the QP back (RESET, INIT,
- * RTR, RTS) and polled for its new work (rdma-core's test_mr_rereg_pd and _addr do so).
+/* A QP's completions still in its CQs when it is reset or destroyed are dropped, as the
+ * mlx5 and mlx4 providers do (their modify_qp to RESET and destroy_qp clean the CQs of
+ * the QP's entries), on devices whose personality says so (IPC_TRAIT_CQ_CLEAN: all but
+ * rxe, whose CQ keeps them). Without it, the flushes of a QP that went to ERR meet the
+ * program after it brought the QP back (RESET, INIT, RTR, RTS) and polled for its new
+ * work (rdma-core's test_mr_rereg_pd and _addr do so), and a destroyed QP's completions
+ * reach a poll whose owner already freed what their wr_ids point to (libfabric 1.17's
+ * rxm closes a connection's endpoint before it drains the CQ: docs/known-bugs.md).
  * The ring's slots between the consumer and the producer are the client's to read and the
  * daemon no longer writes them: each of the QP's is marked, and poll_cq passes over marks. */
 #include <string.h>

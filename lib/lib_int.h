@@ -74,6 +74,7 @@ struct lib_context {
 	struct ipc_db_page *db;		/* the session's doorbell page (ipc_db.h), or NULL */
 	uint32_t session, daemon_pid;
 	uint32_t notifier;		/* enum ipc_notifier: how our unmaps reach its daemon */
+	bool cq_clean;			/* IPC_TRAIT_CQ_CLEAN: cq_clean.c at reset, destroy */
 	atomic_bool route_tried;	/* the seccomp route was tried (watch.c) */
 	int relay_peer;			/* our end of the userfaultfd relay (relay.c), or -1 */
 

@@ -99,6 +99,7 @@ static int hello(struct lib_context *c, uint16_t op, int cmd_fd)
 	c->session = rep.session;
 	c->daemon_pid = rep.daemon_pid;
 	c->notifier = rep.notifier ? IPC_NOTIFIER_UFFD : IPC_NOTIFIER_NONE;
+	c->cq_clean = rep.traits & IPC_TRAIT_CQ_CLEAN;
 	rc = map_status(c, fds[2]);
 	if (!rc)
 		rc = map_db(c, fds[3]);

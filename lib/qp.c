@@ -176,7 +176,8 @@ ODPEMU_EXPORT int odpemu_modify_qp(struct odpemu_qp *pub, struct odpemu_qp_attr 
 	if (rc)
 		return lib_fail(-rc);
 	set_state(qp, rep.qp_state);
-	if ((attr_mask & ODPEMU_QP_STATE) && attr->qp_state == ODPEMU_QPS_RESET)
+	if ((attr_mask & ODPEMU_QP_STATE) && attr->qp_state == ODPEMU_QPS_RESET &&
+	    lib_ctx(pub->context)->cq_clean)
 		lib_cq_clean_qp(qp);
 	return 0;
 }
@@ -231,6 +232,8 @@ ODPEMU_EXPORT int odpemu_destroy_qp(struct odpemu_qp *pub)
 	rc = lib_destroy_tracked(c, IPC_DESTROY_QP, &c->qps, pub->handle, &qp->evc);
 	if (rc)
 		return lib_fail(-rc);
+	if (c->cq_clean)
+		lib_cq_clean_qp(qp);
 	lib_qp_free(qp);
 	return 0;
 }

@@ -135,18 +135,21 @@ static void rxe_attr(struct nic_device_attr *a)
  * odp.c: the page fault is resolved by the driver while the HCA NAKs); rxe's responder
  * waits for the fault (rxe_odp_map_range_and_lock faults in line): stall. odpemu keeps
  * its own default, rnr. fw_ver: cx4 a ConnectX-4 (12.x) firmware line, cx5 UCX #9830,
- * cx6 [cx6-devinfo]; rxe registers no firmware string. */
+ * cx6 [cx6-devinfo]; rxe registers no firmware string. cq_clean: rdma-core's
+ * mlx5_destroy_qp and mlx5_modify_qp (to RESET) call __mlx5_cq_clean on the QP's CQs;
+ * rxe_destroy_qp and the kernel's rxe_qp_reset leave the CQ queue as it is, so a
+ * destroyed QP's completions (its flushes too) still reach the next poll. */
 static const struct nic_personality table[] = {
 	{ "odpemu", "odpemu's own device: implicit ODP, every ODP op, rnr on faults",
-	  "odpemu 0.1.0", ODPEMU_MTU_4096, true, nic_device_attr_default },
+	  "odpemu 0.1.0", ODPEMU_MTU_4096, true, true, nic_device_attr_default },
 	{ "cx4", "Mellanox ConnectX-4 (4115): explicit ODP only, mlx5 limits, rnr",
-	  "12.28.2006", ODPEMU_MTU_4096, true, cx4_attr },
+	  "12.28.2006", ODPEMU_MTU_4096, true, true, cx4_attr },
 	{ "cx5", "Mellanox ConnectX-5 (4119): implicit ODP, mlx5 limits, rnr",
-	  "16.27.1016", ODPEMU_MTU_4096, true, cx5_attr },
+	  "16.27.1016", ODPEMU_MTU_4096, true, true, cx5_attr },
 	{ "cx6", "Mellanox ConnectX-6 (4123): implicit ODP, mlx5 limits, rnr",
-	  "20.29.1016", ODPEMU_MTU_4096, true, cx6_attr },
+	  "20.29.1016", ODPEMU_MTU_4096, true, true, cx6_attr },
 	{ "rxe", "Linux 6.16 soft-RoCE: explicit ODP for RC/UD, no implicit, stall",
-	  "", ODPEMU_MTU_4096, false, rxe_attr },
+	  "", ODPEMU_MTU_4096, false, false, rxe_attr },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

@@ -16,6 +16,9 @@ struct nic_personality {
 	const char *fw_ver;		/* ibv_query_device's fw_ver */
 	enum odpemu_mtu max_mtu;	/* ibv_query_port's max_mtu */
 	bool fault_rnr;			/* default fault policy: rnr (else stall) */
+	/* Its provider drops a QP's completions from the QP's CQs when the QP is reset or
+	 * destroyed (mlx5's __mlx5_cq_clean); rxe's leaves them to be polled. */
+	bool cq_clean;
 	void (*fill)(struct nic_device_attr *a);	/* its limits and caps */
 };
 

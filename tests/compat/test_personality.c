@@ -16,6 +16,9 @@
  *  - the inline room ibv_create_qp grants: mlx5's rounded-up WQE room on cx*, exactly what
  *    is asked on odpemu and rxe; an inline RDMA WRITE of the granted size arrives, one
  *    byte more is refused;
+ *  - a QP's completions left in its CQ when it is reset or destroyed: gone on odpemu and
+ *    mlx5 (rdma-core's mlx5 provider cleans the CQs then), still polled on rxe (its
+ *    provider and kernel driver leave the CQ alone), another QP's kept on all;
  *  - odpemu-ctl stat --json: each device's personality and its default fault policy;
  *  - on mlx5 personalities: the unmodified ibv_devinfo -v shows the device's ids;
  *  - odpemud --personality frob: exit 2 naming the known ones; --personality list.
@@ -51,6 +54,7 @@ struct want {
 	bool mlx5_inline;	/* RC 64 asked -> 124, 0 asked -> 60 */
 	const char *policy;	/* the default fault policy */
 	uint64_t caps_ex;	/* device_cap_flags_ex */
+	bool cq_clean;		/* reset and destroy drop the QP's completions (mlx5) */
 };
 
 #define RC_MLX5 (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
@@ -68,17 +72,17 @@ struct want {
 static const struct want wants[] = {
 	{ "odpemu", 0xFFFFFF, 0x0D9E, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT, ALL_RC,
 	  IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE, UD_RXE,
-	  1 << 14, 32, (1 << 22) - 1, 128, 27, false, "rnr", CAPS_RXE },
+	  1 << 14, 32, (1 << 22) - 1, 128, 27, false, "rnr", CAPS_RXE, true },
 	{ "cx4", 0x02c9, 4115, IBV_ODP_SUPPORT, RC_MLX5, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5, true },
 	{ "cx5", 0x02c9, 4119, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT,
 	  RC_MLX5 | IBV_ODP_SUPPORT_SRQ_RECV, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5, true },
 	{ "cx6", 0x02c9, 4123, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT,
 	  RC_MLX5 | IBV_ODP_SUPPORT_SRQ_RECV, 0, IBV_ODP_SUPPORT_SEND,
-	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5 },
+	  32768, 30, 4194303, 16, 31, true, "rnr", CAPS_MLX5, true },
 	{ "rxe", 0xFFFFFF, 0, IBV_ODP_SUPPORT, ALL_RC, 0, UD_RXE,
-	  1 << 16, 32, (1 << 15) - 1, 128, 27, false, "stall", CAPS_RXE },
+	  1 << 16, 32, (1 << 15) - 1, 128, 27, false, "stall", CAPS_RXE, false },
 };
 
 static struct h_env env;
@@ -233,6 +237,59 @@ static int to_init(struct ibv_qp *qp)
 
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			     IBV_QP_ACCESS_FLAGS);
+}
+
+/* Two QPs on one CQ, each with a receive flushed by ERR and not polled; then QP 0 is
+ * reset (how) or destroyed: its flush is gone where the provider cleans CQs, still there
+ * on rxe; QP 1's is there on every device. */
+static void cq_clean_after(bool destroy)
+{
+	const char *how = destroy ? "destroy" : "RESET";
+	struct ibv_cq *cq = ibv_create_cq(s[0].ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR }, reset = { .qp_state = IBV_QPS_RESET };
+	static uint8_t buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(s[0].pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr ? mr->lkey : 0 };
+	struct ibv_recv_wr rwr = { .wr_id = 11, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_qp *qp[2] = { NULL, NULL };
+	struct ibv_wc wc[4];
+	uint32_t qpn0 = 0, qpn1;
+	int n, want = w->cq_clean ? 1 : 2;
+
+	T_CHECK(cq && mr, "%s: a CQ and an MR: %m", how);
+	a.send_cq = a.recv_cq = cq;
+	for (int i = 0; cq && mr && i < 2; i++) {
+		qp[i] = ibv_create_qp(s[0].pd, &a);
+		T_CHECK(qp[i] && !to_init(qp[i]) && !ibv_post_recv(qp[i], &rwr, &bad) &&
+			!ibv_modify_qp(qp[i], &err, IBV_QP_STATE), "%s: QP %d: INIT, a receive, "
+			"ERR: %m", how, i);
+	}
+	if (qp[0] && qp[1]) {
+		usleep(20000);	/* both flushes are in the ring */
+		qpn0 = qp[0]->qp_num;
+		qpn1 = qp[1]->qp_num;
+		if (destroy) {
+			T_EQ(ibv_destroy_qp(qp[0]), 0, "destroy QP 0");
+			qp[0] = NULL;
+		} else {
+			T_EQ(ibv_modify_qp(qp[0], &reset, IBV_QP_STATE), 0, "QP 0 to RESET");
+		}
+		n = ibv_poll_cq(cq, 4, wc);
+		T_CHECK(n == want && wc[n - 1].qp_num == qpn1 &&
+			wc[n - 1].status == IBV_WC_WR_FLUSH_ERR &&
+			(n == 1 || (wc[0].qp_num == qpn0 && wc[0].status == IBV_WC_WR_FLUSH_ERR)),
+			"%s %s of QP 0: %d completion(s) left (want %d: %s)", w->name, how, n, want,
+			w->cq_clean ? "QP 1's flush" : "QP 0's flush, then QP 1's");
+	}
+	for (int i = 0; i < 2; i++)
+		if (qp[i])
+			ibv_destroy_qp(qp[i]);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (mr)
+		ibv_dereg_mr(mr);
 }
 
 /* An inline RDMA WRITE of len bytes from qp to rbuf/rmr: 0, or post_send's error. */
@@ -407,6 +464,8 @@ int main(int argc, char **argv)
 		implicit_odp();
 		op_caps();
 		inline_room();
+		cq_clean_after(false);
+		cq_clean_after(true);
 		stat_json(explicit_policy);
 		devinfo();
 		flag();
