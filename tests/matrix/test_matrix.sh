@@ -9,7 +9,11 @@
 #              (libfabric skips addresses on lo). FI_UNIVERSE_SIZE=64: rxm's MSG CQ is
 #              (rx + tx size) × universe size CQEs, 65,536 with the default 256, more
 #              than rxe's max_cqe (32,767): fi_enable fails EINVAL on the rxe
-#              personality, as on a real rxe
+#              personality, as on a real rxe. cx4 (explicit ODP) and cx5 (implicit), not
+#              rxe, × baseline, cold, reorder-dup, a cell at a time: libfabric 1.17's rxm
+#              closes a connection's endpoint before it drains the CQ (docs/known-bugs.md
+#              7, fixed upstream), a race that slow-faults and lossy widen and that on rxe
+#              is a use-after-free; every cell passes with page faults on both sides
 #   ucx        ucx_perftest put_bw over rc_verbs, UCX_IB_REG_METHODS=odp,direct: cx5
 #              (implicit ODP) moves the data through ODP and then crashes in
 #              uct_ib_md_close (UCX #8735): expected to fail; rxe (no implicit ODP)
@@ -33,7 +37,7 @@ trap 'rm -rf "$out"' EXIT
 chmod 755 "$out"
 skip() { echo "matrix-$kind: SKIP: $*"; exit 77; }
 
-profiles=baseline,cold,slow-faults,lossy
+personalities=cx5,rxe profiles=baseline,cold,slow-faults,lossy jobs=2
 expect=() xfail=()
 case $kind in
   perftest)
@@ -47,10 +51,7 @@ case $kind in
     server='FI_UNIVERSE_SIZE=64 FI_VERBS_USE_ODP=1 fi_pingpong -p "verbs;ofi_rxm" -e rdm -c -I 50 -S 65536 -d {dev} -B {port}'
     cmd=(env FI_UNIVERSE_SIZE=64 FI_VERBS_USE_ODP=1 fi_pingpong -p 'verbs;ofi_rxm' -e rdm -c
       -I 50 -S 65536 -d {dev} -P {port} {peer})
-    # Not lossy: its cx5 cell fails about once in six when cells run side by side, after
-    # all 50 messages arrived ("cq_readerr: Work Request Flushed Error", exit 125), open in
-    # docs/matrix.md ("Found, not yet understood"); reorder-dup instead
-    profiles=baseline,cold,slow-faults,reorder-dup ;;
+    personalities=cx4,cx5 profiles=baseline,cold,reorder-dup jobs=1 ;;
   ucx)
     command -v ucx_perftest >/dev/null || skip "ucx_perftest missing (apt-get install ucx-utils)"
     [ -e /dev/infiniband/odpemu ] || skip "/dev/infiniband/odpemu is missing (odpemud" \
@@ -81,12 +82,12 @@ case $kind in
 esac
 
 t0=$(date +%s)
-"$matrix" --personalities cx5,rxe --profiles "$profiles" --seeds 1 -j 2 --timeout 90 \
+"$matrix" --personalities "$personalities" --profiles "$profiles" --seeds 1 -j "$jobs" --timeout 90 \
   "${xfail[@]}" --junit "$out/junit.xml" --json "$out/matrix.json" \
   --markdown "$out/summary.md" --keep "$out/keep" --server "$server" -- "${cmd[@]}"
 rc=$?
 echo "matrix-$kind: odpemu-matrix exit $rc after $(( $(date +%s) - t0 )) s"
-ncells=$(( 2 * $(tr ',' '\n' <<<"$profiles" | wc -l) ))
+ncells=$(( $(tr ',' '\n' <<<"$personalities" | wc -l) * $(tr ',' '\n' <<<"$profiles" | wc -l) ))
 if ! repros=$(/usr/bin/python3 "$here/check_report.py" "$out/junit.xml" "$out/matrix.json" \
     "$out/summary.md" "$ncells" ${expect[@]+"${expect[@]}"}); then
   cat "$out/summary.md"
@@ -105,7 +106,7 @@ doc, kind = json.load(open(sys.argv[1])), sys.argv[2]
 for c in doc["cells"]:
     pf = [s["page_faults"] for s in c["counters"]]
     ev = [s["evictions"] for s in c["counters"]]
-    want = {"perftest": pf[1] > 0, "libfabric": pf[1] > 0, "brick": pf[1] > 0,
+    want = {"perftest": pf[1] > 0, "libfabric": pf[0] > 0 and pf[1] > 0, "brick": pf[1] > 0,
             "ucx": pf[1] > 0 if c["personality"] == "cx5" else pf == [0, 0],
             "regcache": pf[0] > 0 if c["personality"] == "cx5" else pf == [0, 0]}[kind]
     # cold evicts present ODP pages: there are some where the program used ODP
