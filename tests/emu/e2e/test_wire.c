@@ -303,16 +303,18 @@ static void directions_and_filters(struct h_env *e, struct t_rng *rng)
 	T_CHECK(ctr(c1, "wire_dropped") > d && qp_ctr(&r.p.s[0], "retransmits") > x,
 		"ACK loss: %llu ACKs dropped, %llu retransmits", ctr(c1, "wire_dropped") - d,
 		qp_ctr(&r.p.s[0], "retransmits") - x);
-	/* a filter on another peer: host 0's packets are not touched */
+	/* a filter on another peer: host 0's packets are not touched. (Not its retransmits:
+	 * an ACK timer that runs out on a slow build, ThreadSanitizer's, resends with nothing
+	 * lost; the wire's own counters say what the filter did.) */
 	m = ctr(c0, "wire_matched");
-	x = qp_ctr(&r.p.s[0], "retransmits");
+	d = ctr(c0, "wire_dropped");
 	knob(c0, "wire-peer", "192.0.2.1");
 	knob(c0, "wire-loss", "1");
 	writes(&r, 10, MSG, rng, "another peer's loss");
 	knob(c0, "wire-loss", "0");
 	knob(c0, "wire-peer", "any");
 	T_EQ(ctr(c0, "wire_matched"), m, "another peer: nothing matched");
-	T_EQ(qp_ctr(&r.p.s[0], "retransmits"), x, "another peer: nothing retransmitted");
+	T_EQ(ctr(c0, "wire_dropped"), d, "another peer: nothing dropped");
 	rig_down(&r);
 }
 
